@@ -1,0 +1,35 @@
+# One-command entry points for a fresh machine (Linux/macOS, Python 3.11+).
+#   make demo   - the main job on the built-in default (CPU, nothing downloaded)
+#   make test   - lint + the test suite (what CI runs)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The CPU build of torch, installed first so that pip does not pull a multi-GB CUDA build.
+# On a GPU machine: make TORCH_SPEC=torch  (or install the CUDA build of your choice first).
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: venv demo test lint bench clean
+
+$(BIN)/rspo: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(BIN)/rspo
+
+venv: $(BIN)/rspo
+
+demo: venv
+	$(BIN)/rspo demo
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+bench: venv
+	$(BIN)/python benchmarks/bench_envs.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

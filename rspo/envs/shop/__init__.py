@@ -1,0 +1,17 @@
+"""``shop``: a WebShop-style text environment over a synthetic catalogue (DESIGN section 3.2).
+
+    >>> from rspo.envs.shop import ShopEnv
+    >>> env = ShopEnv(split="test")
+    >>> obs, info = env.reset(task_id="test/00000")
+
+Modules: :mod:`~rspo.envs.shop.catalogue` (data, BM25 search), :mod:`~rspo.envs.shop.reward`
+(WebShop's reward, pure functions), :mod:`~rspo.envs.shop.pages` (page text, action parser),
+:mod:`~rspo.envs.shop.process` (process reward), :mod:`~rspo.envs.shop.expert`,
+:mod:`~rspo.envs.shop.env` (the environment).
+"""
+
+from rspo.envs.shop.env import ShopEnv
+from rspo.envs.shop.process import PROCESS_REWARD_DOC
+from rspo.envs.shop.reward import is_success, score, shop_reward
+
+__all__ = ["ShopEnv", "PROCESS_REWARD_DOC", "shop_reward", "score", "is_success"]
