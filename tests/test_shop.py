@@ -16,7 +16,7 @@ from rspo.envs.shop import ShopEnv
 from rspo.envs.shop import env as shop_env_module
 from rspo.envs.shop.catalogue import DATA_DIR, Goal, Product, get_catalogue
 from rspo.envs.shop.pages import parse_action
-from rspo.envs.shop.process import PROCESS_REWARD_DOC
+from rspo.envs.shop.process import MISALIGNED_OPTION, PROCESS_REWARD_DOC
 from rspo.envs.shop.reward import (
     attribute_matches,
     best_reward,
@@ -408,12 +408,14 @@ def test_process_reward_aligned_at_m0_and_farmed_at_m1():
                 for t, (r, _, p) in zip(tasks, runs, strict=True):
                     env.reset(task_id=t)
                     k = len(env.goal.options)
-                    assert r == 1.0 and p == pytest.approx(0.30 + 0.05 * k + m * 0.05 * k)
+                    assert r == 1.0 and p == pytest.approx(0.30 + 0.05 * k + m * MISALIGNED_OPTION * k)
             else:
                 assert all(r == 0.0 for r, _, _ in runs)  # the farmer never buys
     print("mean process reward per episode", {f"m={m} {n}": round(v, 3) for (m, n), v in means.items()})
     assert means[0.0, "farmer"] < means[0.0, "expert"]
     assert means[1.0, "farmer"] > means[1.0, "expert"] + 0.2
+    # the dense baseline's sum (outcome + process): browsing beats buying at m = 1
+    assert means[1.0, "farmer"] > 1.0 + means[1.0, "expert"]
 
 
 def test_process_reward_paid_once():
