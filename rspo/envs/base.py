@@ -119,6 +119,14 @@ class TextEnv(ABC):
     def expert_action(self) -> str:
         """An action of the environment's planner from the current state."""
 
+    def memory(self) -> str:
+        """A short summary of the episode so far for the agent's prompt (e.g. places visited); "" if none.
+
+        Prompts keep only the last few observation/action pairs (DESIGN 4); this is what lets a
+        policy avoid loops, as ALFWorld agents keep a list of places they have been.
+        """
+        return ""
+
     # --- the contract -----------------------------------------------------------------------
     @property
     def task_ids(self) -> list[str]:

@@ -75,6 +75,7 @@ class World:
         self.goal_lamps = [o for o, k in enumerate(kinds) if k == goal.lamp]
         self.goal_receps = frozenset(L.by_kind.get(goal.recep, ())) if goal.recep else frozenset()
         self.loc = -1
+        self.visited: list[int] = []  # receptacles arrived at, in order of first arrival (the prompt memory)
         self.held = -1
         self.won = False
         self.progress = 0.0
@@ -198,6 +199,8 @@ class World:
 
     def _go(self, r: int) -> str:
         self.loc = r
+        if r not in self.visited:
+            self.visited.append(r)
         self._version += 1
         name = self.layout.rnames[r]
         if self.layout.openable[r] and not self.is_open[r]:

@@ -66,6 +66,14 @@ class HouseholdEnv(TextEnv):
             "progress": w.progress,
         }
 
+    def memory(self) -> str:
+        """Receptacles visited so far, in order, marking those whose contents are still unknown (closed)."""
+        w = self.world
+        if w is None or not w.visited:
+            return ""
+        names = [w.layout.rnames[r] + ("" if w.seen[r] else " (closed)") for r in w.visited]
+        return "Visited: " + ", ".join(names) + "."
+
     def expert_action(self) -> str:
         """The observation-only planner's next command (see :mod:`rspo.envs.household.expert`)."""
         if self.world is None:

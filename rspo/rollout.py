@@ -1,0 +1,215 @@
+"""Batched multi-turn rollouts: B tasks x G copies in lockstep -> Episode / Turn records (DESIGN 4).
+
+Each turn the policy is called once on the prompts of every live environment; an environment that
+terminates or runs out of steps drops out. Prompts are rebuilt per step by :class:`AgentView`
+(:mod:`rspo.prompts`): task, step count, the last ``history`` observation/action pairs, the
+environment's memory line, the current observation and the admissible actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import rspo.envs
+from rspo.envs.base import TextEnv
+from rspo.policies.base import ActionSample
+from rspo.prompts import build_prompt
+
+
+@dataclass
+class Turn:
+    """One step of one episode, with everything training needs.
+
+    ``reward`` is the environment's outcome reward for the step; ``process_reward`` the dense one;
+    ``valid`` is False when the environment rejected the action (or generate mode wrote no action).
+    """
+
+    prompt: str
+    candidates: list[str]
+    action: str
+    choice: int | None
+    action_ids: list[int]
+    token_logprobs: list[float]  # behaviour log-probs (the policy that acted)
+    anchor: str
+    reward: float
+    process_reward: float
+    valid: bool
+    value: float | None = None
+
+    @property
+    def logprob(self) -> float:
+        return float(sum(self.token_logprobs))
+
+
+@dataclass
+class Episode:
+    """One trajectory: ``group`` indexes the task within the batch, ``copy`` the copy within its group."""
+
+    env: str
+    task_id: str
+    group: int
+    copy: int
+    turns: list[Turn] = field(default_factory=list)
+    won: bool = False
+    score: float = 0.0  # total outcome reward (household: 1 on success; shop: WebShop reward r)
+    progress: float = 0.0
+    truncated: bool = False
+    source: str = "learner"  # who collected it ("learner", "explorer")
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+
+class AgentView:
+    """What the agent sees of one environment: the per-step prompt and its history window."""
+
+    def __init__(
+        self, env: TextEnv, history: int = 2, show_admissible: bool = True, action_mode: str = "score"
+    ):
+        self.env = env
+        self.history = history
+        self.show_admissible = show_admissible
+        self.action_mode = action_mode
+        self.pairs: list[tuple[str, str]] = []
+        self.obs = ""
+        self.info: dict = {}
+
+    def start(self, obs: str, info: dict) -> None:
+        self.pairs, self.obs, self.info = [], obs, info
+
+    def prompt(self) -> str:
+        info = self.info
+        return build_prompt(
+            self.env.name,
+            info["task"],
+            self.env.steps,
+            self.obs,
+            info["admissible_actions"],
+            history=self.pairs[-self.history :] if self.history else (),
+            memory=self.env.memory(),
+            show_admissible=self.show_admissible,
+            action_mode=self.action_mode,
+        )
+
+    def record(self, action: str, obs: str, info: dict) -> None:
+        self.pairs.append((self.obs, action))
+        self.obs, self.info = obs, info
+
+
+def make_envs(env_name: str, split: str, n: int, **env_options) -> list[TextEnv]:
+    """``n`` independent environments (one per live trajectory)."""
+    return [rspo.envs.make(env_name, split=split, **env_options) for _ in range(n)]
+
+
+def collect(
+    policy,
+    envs: Sequence[TextEnv],
+    task_ids: Sequence[str],
+    group_size: int,
+    *,
+    history: int = 2,
+    show_admissible: bool = True,
+    greedy: bool = False,
+    temperature: float = 1.0,
+    generator=None,
+    on_turn: Callable[[int, int], None] | None = None,
+) -> list[Episode]:
+    """Run ``len(task_ids) x group_size`` episodes in lockstep; return them ordered by (group, copy).
+
+    Args:
+        policy: a :class:`rspo.policies.base.Policy` (``act`` is called once per turn on all live envs).
+        envs: at least ``len(task_ids) * group_size`` environments (reused across calls).
+        task_ids: the B tasks; copy c of task b runs in ``envs[b * group_size + c]``.
+        group_size: G copies per task.
+        history: H, the observation/action pairs kept in the prompt.
+        greedy / temperature / generator: sampling (greedy for evaluation).
+        on_turn: called as ``on_turn(turn_index, n_live)`` after every batched turn (progress bars).
+    """
+    n = len(task_ids) * group_size
+    if len(envs) < n:
+        raise ValueError(
+            f"collect needs {n} environments for {len(task_ids)} tasks x {group_size}, got {len(envs)}"
+        )
+    mode = getattr(policy, "action_mode", "score")
+    episodes, views = [], []
+    for i in range(n):
+        env, task_id = envs[i], task_ids[i // group_size]
+        obs, info = env.reset(task_id=task_id)
+        view = AgentView(env, history=history, show_admissible=show_admissible, action_mode=mode)
+        view.start(obs, info)
+        views.append(view)
+        episodes.append(Episode(env.name, task_id, i // group_size, i % group_size))
+    live = list(range(n))
+    turn = 0
+    while live:
+        prompts = [views[i].prompt() for i in live]
+        candidates = [list(views[i].info["admissible_actions"]) for i in live]
+        samples: list[ActionSample] = policy.act(
+            prompts, candidates, greedy=greedy, temperature=temperature, generator=generator
+        )
+        still = []
+        for i, prompt, cands, s in zip(live, prompts, candidates, samples, strict=True):
+            env, view, ep = envs[i], views[i], episodes[i]
+            anchor = view.info["anchor"]
+            obs, reward, terminated, truncated, info = env.step(s.action)
+            ep.turns.append(
+                Turn(
+                    prompt=prompt,
+                    candidates=cands,
+                    action=s.action,
+                    choice=s.choice,
+                    action_ids=s.action_ids,
+                    token_logprobs=s.token_logprobs,
+                    anchor=anchor,
+                    reward=reward,
+                    process_reward=info["process_reward"],
+                    valid=bool(info["valid"] and s.valid_format),
+                    value=s.value,
+                )
+            )
+            ep.score += reward
+            view.record(s.action, obs, info)
+            if terminated or truncated:
+                ep.won, ep.progress, ep.truncated = (
+                    bool(info["won"]),
+                    float(info["progress"]),
+                    bool(truncated),
+                )
+            else:
+                still.append(i)
+        live = still
+        turn += 1
+        if on_turn is not None:
+            on_turn(turn, len(live))
+    return episodes
+
+
+def expert_demonstrations(
+    env_name: str,
+    split: str,
+    task_ids: Sequence[str],
+    *,
+    history: int = 2,
+    show_admissible: bool = True,
+    action_mode: str = "score",
+) -> list[tuple[str, list[str], str]]:
+    """(prompt, admissible actions, expert action) for every step of the expert on each task.
+
+    The prompts are built exactly as :func:`collect` builds them, so supervised fine-tuning on these
+    pairs warm-starts a policy for the same inputs it sees in RL.
+    """
+    env = rspo.envs.make(env_name, split=split)
+    out = []
+    for task_id in task_ids:
+        obs, info = env.reset(task_id=task_id)
+        view = AgentView(env, history=history, show_admissible=show_admissible, action_mode=action_mode)
+        view.start(obs, info)
+        done = False
+        while not done:
+            action = env.expert_action()
+            out.append((view.prompt(), list(view.info["admissible_actions"]), action))
+            obs, reward, terminated, truncated, info = env.step(action)
+            view.record(action, obs, info)
+            done = terminated or truncated
+    return out
