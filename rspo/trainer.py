@@ -1,0 +1,262 @@
+"""One training loop for every algo x reward mode, on CPU and GPU (DESIGN section 8).
+
+The loop, in a fixed order, once per iteration:
+
+    seed -> rollout (B tasks x G copies) -> rewards -> advantages -> PPO-clip token loss + KL
+    (+ value loss) -> update -> evaluate -> log -> checkpoint
+
+Everything an iteration draws (its tasks, its sampling generator, torch's global RNG) is derived
+from ``(seed, iteration)``, so a run resumed from a checkpoint ends exactly where the uninterrupted
+run ends, and the same seed on the same machine gives the same metrics.
+
+Usage::
+
+    from rspo.config import TrainConfig
+    from rspo.trainer import Trainer
+    Trainer(TrainConfig(env="household", algo="gigpo", reward="dense", iterations=20)).run()
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from contextlib import nullcontext
+
+import torch
+
+from rspo.config import TrainConfig
+from rspo.metrics import MetricsLog, episode_metrics
+from rspo.rewards import RewardSpec, compute_rewards
+from rspo.rollout import Episode, collect, make_envs
+from rspo.update import TurnBatch, build_batch, ppo_update
+
+
+def _derive(seed: int, *parts: int) -> int:
+    """A 63-bit seed from ``seed`` and integer ``parts`` (stable across machines and runs)."""
+    return random.Random(f"{seed}:" + ":".join(map(str, parts))).getrandbits(63)
+
+
+def resolve_device(cfg: TrainConfig) -> tuple[torch.device, torch.dtype | None]:
+    """The device and the autocast dtype (None = fp32) of a config."""
+    cuda = torch.cuda.is_available()
+    if cfg.device == "cuda" and not cuda:
+        raise ValueError(
+            "TrainConfig.device='cuda' but no CUDA device is available; use device='auto' or 'cpu'"
+        )
+    device = torch.device("cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and cuda)) else "cpu")
+    if cfg.precision == "bf16" or (cfg.precision == "auto" and device.type == "cuda"):
+        return device, torch.bfloat16
+    return device, None
+
+
+def load_policy(cfg: TrainConfig, device: torch.device | None = None):
+    """The policy a config names: the tiny warm-started default, or ``cfg.model`` (+ LoRA)."""
+    from rspo.policies import LMPolicy
+
+    value_head = cfg.algo == "ppo"
+    common = dict(
+        action_mode=cfg.action_mode,
+        value_head=value_head,
+        max_prompt_tokens=cfg.max_prompt_tokens,
+        max_new_tokens=cfg.max_new_tokens,
+        micro_batch=cfg.micro_batch,
+    )
+    if cfg.model:
+        kwargs = dict(lora=cfg.lora, gguf_file=cfg.gguf_file or None, device=device)
+        return LMPolicy.from_pretrained(cfg.model, **kwargs, **common)
+    from rspo.sft import default_policy_path, load_or_build_default
+
+    load_or_build_default(cfg.env)
+    return LMPolicy.from_pretrained(str(default_policy_path(cfg.env)), device=device, **common)
+
+
+class Trainer:
+    """Builds everything a :class:`TrainConfig` names and runs the loop; see the module docstring."""
+
+    def __init__(self, cfg: TrainConfig, policy=None):
+        self.cfg = cfg
+        self.device, self.autocast_dtype = resolve_device(cfg)
+        self.run_dir = cfg.run_dir
+        torch.manual_seed(_derive(cfg.seed, 0))
+        self.policy = policy if policy is not None else load_policy(cfg, self.device)
+        self.params = [p for p in self.policy.trainable_parameters()]
+        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        env_options = dict(misalignment=cfg.misalignment, max_steps=cfg.max_steps or None)
+        n = cfg.tasks_per_iter * cfg.group_size
+        self.envs = make_envs(cfg.env, "train", n, **env_options)
+        self.train_tasks = self.envs[0].task_ids
+        self.eval_envs: dict[str, list] = {}
+        self.env_options = env_options
+        self.spec = RewardSpec(cfg.outcome_scale, cfg.invalid_penalty, cfg.process_weight)
+        self.iteration = 0
+        self.env_steps = 0
+        self.log = MetricsLog(self.run_dir / "metrics.jsonl")
+
+    # --- the pieces of one iteration ------------------------------------------------------------
+    def autocast(self):
+        if self.autocast_dtype is None:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+    def sample_tasks(self, iteration: int, round_: int = 0) -> list[str]:
+        rng = random.Random(_derive(self.cfg.seed, 1, iteration, round_))
+        return rng.sample(self.train_tasks, self.cfg.tasks_per_iter)
+
+    def rollout(self, iteration: int, round_: int = 0, policy=None) -> list[Episode]:
+        cfg = self.cfg
+        generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, 2, iteration, round_))
+        with self.autocast():
+            return collect(
+                policy or self.policy,
+                self.envs,
+                self.sample_tasks(iteration, round_),
+                cfg.group_size,
+                history=cfg.history,
+                show_admissible=cfg.show_admissible,
+                temperature=cfg.temperature,
+                generator=generator,
+            )
+
+    def batch(self, episodes: list[Episode], reward: str | None = None) -> TurnBatch:
+        """Rewards and advantages of ``episodes`` as one flat turn batch."""
+        rewards = compute_rewards(reward or self.cfg.reward, episodes, self.spec)
+        return build_batch(episodes, rewards, self.cfg)
+
+    def collect_iteration(self, iteration: int) -> tuple[list[Episode], TurnBatch, dict]:
+        """Rollout + rewards + advantages, with ``no_signal`` handling; returns episodes, batch, metrics."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        episodes = self.rollout(iteration)
+        self.env_steps += sum(len(ep) for ep in episodes)
+        batch = self.batch(episodes)
+        extra = {"rollout/no_signal_groups": batch.no_signal_groups}
+        if cfg.no_signal == "resample" and batch.no_signal_groups:
+            keep = [ep for ep in episodes if ep.group not in batch.no_signal_group_ids]
+            for round_ in range(1, cfg.resample_tries + 1):
+                missing = cfg.tasks_per_iter - len({ep.group for ep in keep})
+                if missing <= 0:
+                    break
+                fresh = self.rollout(iteration, round_)
+                fresh_batch = self.batch(fresh)
+                good = sorted({ep.group for ep in fresh} - fresh_batch.no_signal_group_ids)[:missing]
+                offset = round_ * cfg.tasks_per_iter
+                for ep in fresh:
+                    if ep.group in good:
+                        ep.group += offset
+                        keep.append(ep)
+                self.env_steps += sum(len(ep) for ep in fresh)
+            if keep:
+                episodes = keep
+                batch = self.batch(episodes)
+            extra["rollout/resampled_groups"] = len(
+                {ep.group for ep in episodes if ep.group >= cfg.tasks_per_iter}
+            )
+        extra["time/rollout"] = time.perf_counter() - t0
+        return episodes, batch, extra
+
+    def update(self, batch: TurnBatch, iteration: int) -> dict:
+        t0 = time.perf_counter()
+        stats = ppo_update(
+            self.policy, self.optimizer, self.params, batch, self.cfg, iteration, self.autocast
+        )
+        stats["time/update"] = time.perf_counter() - t0
+        return stats
+
+    def evaluate(self) -> dict:
+        """Greedy success (and score) of the current policy on the environment's evaluation splits."""
+        from rspo import envs as envs_mod
+
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        out: dict = {}
+        succ, score, weights = [], [], []
+        for split in envs_mod.env_class(cfg.env).eval_splits:
+            if split not in self.eval_envs:
+                probe = envs_mod.make(cfg.env, split=split, **self.env_options)
+                n = len(probe) if cfg.eval_tasks == 0 else min(cfg.eval_tasks, len(probe))
+                self.eval_envs[split] = make_envs(cfg.env, split, n, **self.env_options)
+            envs = self.eval_envs[split]
+            tasks = envs[0].task_ids[: len(envs)]
+            with self.autocast():
+                episodes = collect(
+                    self.policy,
+                    envs,
+                    tasks,
+                    1,
+                    history=cfg.history,
+                    show_admissible=cfg.show_admissible,
+                    greedy=True,
+                )
+            s = sum(ep.won for ep in episodes) / len(episodes)
+            sc = 100.0 * sum(ep.score for ep in episodes) / len(episodes)
+            out[f"eval/{split}/success"], out[f"eval/{split}/score"] = s, sc
+            out[f"eval/{split}/episode_len"] = sum(len(ep) for ep in episodes) / len(episodes)
+            succ.append(s), score.append(sc), weights.append(len(episodes))
+        total = sum(weights)
+        out["eval/success"] = sum(s * w for s, w in zip(succ, weights, strict=True)) / total
+        out["eval/score"] = sum(s * w for s, w in zip(score, weights, strict=True)) / total
+        out["time/eval"] = time.perf_counter() - t0
+        return out
+
+    # --- checkpoints ----------------------------------------------------------------------------
+    def save_checkpoint(self) -> None:
+        from rspo.checkpoint import save_checkpoint
+
+        save_checkpoint(self)
+
+    def load_checkpoint(self) -> bool:
+        from rspo.checkpoint import load_checkpoint
+
+        return load_checkpoint(self)
+
+    # --- the loop -------------------------------------------------------------------------------
+    def run(self) -> list[dict]:
+        """Train for ``cfg.iterations`` iterations (continuing a checkpoint with ``resume``); return the metrics."""
+        from rspo.checkpoint import prepare_run_dir
+
+        cfg = self.cfg
+        prepare_run_dir(self)
+        start = time.perf_counter()
+        if self.iteration == 0 and cfg.eval_every:
+            self.log.write({"iteration": 0, "rollout/env_steps": 0, **self.evaluate()})
+        bar = None
+        if cfg.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.iterations, initial=self.iteration, desc=cfg.name, unit="it")
+        while self.iteration < cfg.iterations:
+            it = self.iteration
+            t_iter = time.perf_counter()
+            torch.manual_seed(_derive(cfg.seed, 3, it))
+            row = self.train_step(it)
+            self.iteration = it + 1
+            last = self.iteration == cfg.iterations
+            if cfg.eval_every and (self.iteration % cfg.eval_every == 0 or last):
+                row.update(self.evaluate())
+            row["time/iteration"] = time.perf_counter() - t_iter
+            row["time/total"] = time.perf_counter() - start
+            self.log.write(row)
+            if cfg.checkpoint_every and (self.iteration % cfg.checkpoint_every == 0 or last):
+                self.save_checkpoint()
+            if bar is not None:
+                bar.update(1)
+                post = {"success": f"{row['rollout/success']:.2f}", "return": f"{row['reward/return']:.2f}"}
+                if "eval/success" in row:
+                    post["eval"] = f"{row['eval/success']:.2f}"
+                bar.set_postfix(post)
+        if bar is not None:
+            bar.close()
+        return self.log.read()
+
+    def train_step(self, it: int) -> dict:
+        """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""
+        episodes, batch, extra = self.collect_iteration(it)
+        stats = self.update(batch, it)
+        return {
+            "iteration": it + 1,
+            **episode_metrics(episodes),
+            "rollout/env_steps": self.env_steps,
+            **batch.metrics(),
+            **extra,
+            **stats,
+        }
