@@ -174,7 +174,7 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
         for s in range(0, len(index), mb):
             chunk = index[s : s + mb]
             with torch.no_grad(), autocast():
-                out = policy.evaluate(batch.inputs(chunk), reference=True)
+                out = policy.evaluate(batch.inputs(chunk), reference=True, temperature=cfg.temperature)
             for j, i in enumerate(chunk):
                 ref[i] = out.logp[j][out.mask[j]].float().tolist()
     ppo = cfg.estimator == "gae"
@@ -191,7 +191,7 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
             for m in range(0, len(minibatch), mb):
                 micro = minibatch[m : m + mb]
                 with autocast():
-                    out = policy.evaluate(batch.inputs(micro), values=ppo)
+                    out = policy.evaluate(batch.inputs(micro), values=ppo, temperature=cfg.temperature)
                 logp, mask = out.logp.float(), out.mask
                 width = logp.shape[1]
                 old = _pad([batch.turns[i].token_logprobs for i in micro], width)
@@ -202,13 +202,13 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
                 if cfg.kl_coef > 0:
                     kl = kl_k3(logp, _pad([ref[i] for i in micro], width), mask)
                     loss_turn = loss_turn + cfg.kl_coef * kl
-                    stats["loss/kl"] += float((w * kl).sum()) * wsum
+                    stats["loss/kl"] += float((w * kl).sum().detach()) * wsum
                 if cfg.entropy_coef > 0:
                     loss_turn = loss_turn - cfg.entropy_coef * out.entropy.float()
                 if ppo:
                     v_loss = 0.5 * (out.values.float() - batch.returns[micro]) ** 2
                     loss_turn = loss_turn + cfg.value_coef * v_loss
-                    stats["loss/value"] += float((w * v_loss).sum()) * wsum
+                    stats["loss/value"] += float((w * v_loss).sum().detach()) * wsum
                 loss = (w * loss_turn).sum()
                 loss.backward()
                 with torch.no_grad():
