@@ -64,10 +64,9 @@ def load_policy(cfg: TrainConfig, device: torch.device | None = None):
     if cfg.model:
         kwargs = dict(lora=cfg.lora, gguf_file=cfg.gguf_file or None, device=device)
         return LMPolicy.from_pretrained(cfg.model, **kwargs, **common)
-    from rspo.sft import default_policy_path, load_or_build_default
+    from rspo.sft import load_or_build_default
 
-    load_or_build_default(cfg.env)
-    return LMPolicy.from_pretrained(str(default_policy_path(cfg.env)), device=device, **common)
+    return load_or_build_default(cfg.env, device=device, **common)
 
 
 class Trainer:

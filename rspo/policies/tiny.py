@@ -1,0 +1,264 @@
+"""The offline default model: a tokenizer trained on the environments' text and a tiny Qwen3 (DESIGN 5).
+
+Nothing is downloaded. The tokenizer is a byte-level BPE (lossless on any text, like GPT-2's) trained
+on what the agent reads and writes in both environments - instructions, observations, admissible
+actions, shop titles, the prompt template of :mod:`rspo.prompts` - gathered by running the expert and
+a random policy on *train* tasks. It is wrapped in :class:`~transformers.PreTrainedTokenizerFast` with
+a ChatML chat template, so :class:`rspo.policies.lm.LMPolicy` treats it like any instruct model's.
+The model is a :class:`~transformers.Qwen3ForCausalLM` built from a small config (not Qwen2: its
+tokenizer class would replace ours), initialised deterministically from a seed.
+
+>>> from rspo.policies.tiny import default_tokenizer, build_tiny_model
+>>> tok = default_tokenizer()              # trained once (seconds), then read from the cache
+>>> model = build_tiny_model(tok, seed=0)  # about 0.9M parameters
+
+The warm-started default policy (supervised on expert demonstrations) is :func:`rspo.sft.load_or_build_default`;
+:func:`untrained_tiny_policy` gives a randomly initialised one in under two seconds, for smoke tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>")
+TOKENIZER_VERSION = 2  # bump when the corpus or the training recipe of the tokenizer changes
+DEFAULT_VOCAB_SIZE = 3072
+
+# ChatML, as Qwen's instruct models render it; the assistant turn ends with <|im_end|> (the eos token).
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'assistant' %}"
+    "{{- '<|im_start|>assistant\\n' }}{% generation %}{{- message['content'] + '<|im_end|>' }}{% endgeneration %}"
+    "{{- '\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+# The tiny model (DESIGN 5): 2 layers, grouped-query attention, tied embeddings.
+TINY_MODEL = dict(
+    hidden_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    intermediate_size=512,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+)
+
+
+def cache_root() -> Path:
+    """Where built artefacts are kept: ``$RSPO_CACHE``, else ``~/.cache/rspo``."""
+    return Path(os.environ.get("RSPO_CACHE") or Path.home() / ".cache" / "rspo")
+
+
+@contextlib.contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """Yield a fresh temporary folder beside ``final``; rename it to ``final`` only if the block succeeds.
+
+    A build that raises (or is killed) leaves no ``final``: the temporary folder is removed on an
+    exception, and a killed one stays as an ignorable ``.tmp-*`` sibling. If another process finished
+    ``final`` first, its copy is kept and ours is discarded.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    try:
+        yield tmp
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def data_fingerprint() -> str:
+    """A short hash of the committed environment data (tasks, catalogue, goals) that texts come from."""
+    from rspo.paths import data_dir
+
+    h = hashlib.sha256()
+    for name, files in (("household", ("tasks.jsonl",)), ("shop", ("products.jsonl", "goals.jsonl"))):
+        for f in files:
+            h.update(f"{name}/{f}".encode())
+            h.update((data_dir(name) / f).read_bytes())
+    return h.hexdigest()[:16]
+
+
+# --- tokenizer ------------------------------------------------------------------------------------
+def _chat(user: str, reply: str | None = None) -> str:
+    text = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+    return text if reply is None else text + reply + "<|im_end|>\n"
+
+
+def tokenizer_corpus(n_expert: int = 200, n_random: int = 100, seed: int = 0) -> list[str]:
+    """Texts from both environments' *train* tasks, as the agent sees and writes them.
+
+    For each environment: the expert on the first ``n_expert`` train tasks and a seeded random policy
+    (uniform over admissible actions, at most 20 steps) on the next ``n_random``; every step contributes
+    its score-mode prompt and action rendered as a ChatML exchange (so actions also appear at the start
+    of the assistant turn); the first step of each episode also in generate mode (its format line).
+    """
+    import rspo.envs
+    from rspo.rollout import AgentView
+
+    rng = random.Random(seed)
+    texts = []
+    for name in ("household", "shop"):
+        env = rspo.envs.make(name, split="train")
+        ids = env.task_ids
+        runs = [(t, True) for t in ids[:n_expert]] + [(t, False) for t in ids[n_expert : n_expert + n_random]]
+        for task_id, expert in runs:
+            obs, info = env.reset(task_id=task_id)
+            view, gen = AgentView(env), AgentView(env, action_mode="generate")
+            view.start(obs, info)
+            gen.start(obs, info)
+            texts.append(_chat(gen.prompt()))
+            done = False
+            while not done and (expert or env.steps < 20):
+                action = env.expert_action() if expert else rng.choice(view.info["admissible_actions"])
+                texts.append(_chat(view.prompt(), action))
+                obs, _, terminated, truncated, info = env.step(action)
+                view.record(action, obs, info)
+                done = terminated or truncated
+    return texts
+
+
+# GPT-2's pre-tokenizer split, with two changes for the shop's text: " [SEP]" is one piece (BPE then
+# makes it one token, not three), and a letter run touching a digit is split into single characters,
+# so an asin tokenises character by character in either case ("B0O4YFBV8B" in results, "b0o4yfbv8b"
+# in click[...]) and a policy can map one onto the other character by character.
+PRE_TOKENIZER_PATTERN = (
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\[SEP\]| ?(?<!\p{N})\p{L}+(?![\p{L}\p{N}])| ?\p{N}+| ?\p{L}"
+    r"| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+)
+
+
+def catalogue_ids() -> list[str]:
+    """The shop's product ids as the agent writes them in ``click[...]`` (lowercase), sorted."""
+    from rspo.paths import data_dir
+
+    lines = (data_dir("shop") / "products.jsonl").read_text().splitlines()
+    return sorted({json.loads(line)["asin"].lower() for line in lines if line.strip()})
+
+
+def train_tokenizer(texts: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE, extra_tokens: list[str] = ()):
+    """A byte-level BPE tokenizer trained on ``texts``, as a ``PreTrainedTokenizerFast`` with ChatML.
+
+    Lossless (any text decodes back to itself) and deterministic: the same texts give a byte-identical
+    ``tokenizer.json``. Special tokens: ``<|endoftext|>`` (0), ``<|im_start|>``, ``<|im_end|>`` (eos),
+    ``<|pad|>`` (padding). Pre-tokenization: :data:`PRE_TOKENIZER_PATTERN`. ``extra_tokens`` are added
+    whole after training (:func:`catalogue_ids`: one token per product id, so that clicking a product
+    is copying one token - as recommender LMs give each item an id token - not ten characters).
+    """
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRE_TOKENIZER_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    tok.add_tokens([AddedToken(t, normalized=False) for t in extra_tokens])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|pad|>",
+        unk_token=None,
+        bos_token=None,
+        additional_special_tokens=["<|endoftext|>", "<|im_start|>"],
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=TINY_MODEL["max_position_embeddings"],
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def tokenizer_key(vocab_size: int = DEFAULT_VOCAB_SIZE) -> str:
+    """The cache key of the default tokenizer: recipe version, vocabulary size and the data it reads."""
+    spec = {"version": TOKENIZER_VERSION, "vocab_size": vocab_size, "data": data_fingerprint()}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@functools.cache
+def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE):
+    """The tokenizer shared by both environments: trained once (a few seconds), then read from the cache
+    (``<cache_root>/tokenizer-<key>/``). Kept in memory for the process."""
+    from transformers import AutoTokenizer
+
+    path = cache_root() / f"tokenizer-{tokenizer_key(vocab_size)}"
+    if not path.is_dir():
+        tok = train_tokenizer(tokenizer_corpus(), vocab_size, catalogue_ids())
+        with atomic_dir(path) as tmp:
+            tok.save_pretrained(tmp)
+    return AutoTokenizer.from_pretrained(path)
+
+
+@functools.cache
+def small_tokenizer(vocab_size: int = 1024):
+    """A tokenizer with the same recipe trained on a small sample (10 expert tasks per environment),
+    in about a second and without touching the disk: for tests that need a model, not a good one."""
+    return train_tokenizer(tokenizer_corpus(n_expert=10, n_random=0), vocab_size, catalogue_ids())
+
+
+# --- model ----------------------------------------------------------------------------------------
+def tiny_config(tokenizer, **overrides):
+    """The :class:`~transformers.Qwen3Config` of the tiny model for ``tokenizer`` (``overrides`` win)."""
+    from transformers import Qwen3Config
+
+    fields = dict(TINY_MODEL, **overrides)
+    return Qwen3Config(
+        vocab_size=len(tokenizer),
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        attn_implementation="sdpa",
+        **fields,
+    )
+
+
+def build_tiny_model(tokenizer, seed: int = 0, **overrides):
+    """A randomly initialised :class:`~transformers.Qwen3ForCausalLM` (float32); the same ``seed`` gives
+    the same weights. The global torch RNG is left as it was."""
+    import torch
+    from transformers import Qwen3ForCausalLM
+
+    config = tiny_config(tokenizer, **overrides)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.bos_token_id = None
+    return model.eval()
+
+
+def untrained_tiny_policy(seed: int = 0, action_mode: str = "score", **policy_options):
+    """An :class:`~rspo.policies.lm.LMPolicy` on a randomly initialised tiny model and
+    :func:`small_tokenizer` - fast (under two seconds), for smoke tests of rollouts and trainers."""
+    from rspo.policies.lm import LMPolicy
+
+    tok = small_tokenizer()
+    return LMPolicy(build_tiny_model(tok, seed=seed), tok, action_mode=action_mode, **policy_options)

@@ -1,0 +1,134 @@
+"""The reward swap (RSPO, DESIGN section 7): relabel, replay buffer, truncated importance weights.
+
+What the paper tells (arXiv 2607.04713, abstract and figure 1): dense process rewards let sampled
+trajectories leave the behaviour space that outcome-trained policies stay in, and a *reward swap*
+keeps the optimisation objective consistent with the outcome reward. The equations are not public;
+the kit implements this reconstruction, and says so wherever it reports RSPO:
+
+1. an *explorer* policy pi_B is trained on the dense reward (process + outcome);
+2. its episodes are **relabelled with the outcome reward** (the swap) and kept, with their behaviour
+   log-probs, in a bounded replay buffer (:class:`ReplayBuffer`);
+3. the *learner* pi_A - the evaluated policy - is trained on its own rollouts with the outcome
+   reward, plus an off-policy PPO-clip term on buffer episodes whose advantages come from the
+   outcome reward by the same estimator, weighted by the truncated importance weight
+   ``w = min(pi_A_old / pi_B, c)`` (:func:`importance_weights`) and by ``lambda``.
+
+The off-policy term is the decoupled PPO objective (Hilton et al. 2021, arXiv 2110.00641): the
+proximal policy is the learner at the start of the update (ratio ``pi_A / pi_A_old`` clipped as in
+PPO), and the behaviour correction ``pi_A_old / pi_B`` is a separate, truncated, gradient-free
+weight - so the clip range means the same on- and off-policy, and a stale explorer episode cannot
+blow up the update. The functions here are pure: episodes, tensors and numbers in and out.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from rspo.rewards import RewardSpec, outcome_rewards
+from rspo.rollout import Episode
+
+
+def relabel(episodes: Sequence[Episode], spec: RewardSpec | None = None) -> list[list[float]]:
+    """The swap: per-turn rewards of (explorer) ``episodes`` under the *outcome* reward.
+
+    The explorer was trained on process + outcome; what the learner optimises from its episodes is
+    only what the outcome reward says of them (the invalid-action penalty included).
+    """
+    return outcome_rewards(episodes, spec or RewardSpec())
+
+
+@dataclass
+class BufferGroup:
+    """One task group of explorer episodes (G copies of one task), kept whole for group advantages."""
+
+    episodes: list[Episode]
+    iteration: int  # the iteration that collected it
+
+    def age(self, now: int) -> int:
+        return now - self.iteration
+
+
+class ReplayBuffer:
+    """A bounded FIFO of explorer task groups (``capacity`` groups, dropping groups older than ``max_age``).
+
+    Groups, not single episodes, are the unit: the learner's estimator normalises advantages within
+    a task group, so an explorer episode is always replayed with the group it was collected in.
+    """
+
+    def __init__(self, capacity: int = 32, max_age: int = 4):
+        if capacity < 1 or max_age < 0:
+            raise ValueError(f"ReplayBuffer needs capacity >= 1 and max_age >= 0, got {capacity}, {max_age}")
+        self.capacity, self.max_age = capacity, max_age
+        self.groups: deque[BufferGroup] = deque(maxlen=capacity)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    @property
+    def episodes(self) -> int:
+        return sum(len(g.episodes) for g in self.groups)
+
+    def add(self, episodes: Sequence[Episode], iteration: int) -> None:
+        """Store ``episodes`` (grouped by ``Episode.group``) as collected at ``iteration``."""
+        by_group: dict[int, list[Episode]] = {}
+        for ep in episodes:
+            by_group.setdefault(ep.group, []).append(ep)
+        for eps in by_group.values():
+            self.groups.append(BufferGroup([copy.copy(ep) for ep in eps], iteration))
+
+    def evict(self, now: int) -> int:
+        """Drop groups older than ``max_age`` iterations; return how many were dropped."""
+        before = len(self.groups)
+        self.groups = deque((g for g in self.groups if g.age(now) <= self.max_age), maxlen=self.capacity)
+        return before - len(self.groups)
+
+    def sample(self, n_groups: int, rng: random.Random) -> list[BufferGroup]:
+        """``n_groups`` distinct groups drawn uniformly (all of them if fewer are stored)."""
+        groups = list(self.groups)
+        return groups if n_groups >= len(groups) else rng.sample(groups, n_groups)
+
+    def ages(self, now: int) -> list[int]:
+        return [g.age(now) for g in self.groups]
+
+    def state(self) -> list[dict]:
+        """Plain data for a checkpoint (:meth:`from_state` restores it)."""
+        return [{"iteration": g.iteration, "episodes": g.episodes} for g in self.groups]
+
+    @classmethod
+    def from_state(cls, state: list[dict], capacity: int, max_age: int) -> ReplayBuffer:
+        buf = cls(capacity, max_age)
+        for g in state:
+            buf.groups.append(BufferGroup(list(g["episodes"]), g["iteration"]))
+        return buf
+
+
+def importance_weights(
+    learner_logp: torch.Tensor, behaviour_logp: torch.Tensor, mask: torch.Tensor, c: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Truncated per-token importance weights ``(N, L)`` and the truncated indicator ``(N, L)``.
+
+    ``w = min(exp(learner_logp - behaviour_logp), c)`` on real tokens, 0 on padding; no gradient
+    (the weight corrects *which* policy sampled the token; the gradient flows through the PPO ratio).
+    Truncation at ``c`` bounds the variance (as in Retrace / V-trace / IMPALA's rho-bar).
+
+    ============== ======  ==================================================
+    learner_logp   (N, L)  log pi_A_old of the explorer's tokens
+    behaviour_logp (N, L)  log pi_B at collection (the explorer's log-probs)
+    mask           (N, L)  bool, real tokens
+    c              float   truncation level (c >= 1 keeps equal policies at 1)
+    ============== ======  ==================================================
+    """
+    if c <= 0:
+        raise ValueError(f"truncation c must be > 0, got {c}")
+    with torch.no_grad():
+        log_rho = (learner_logp - behaviour_logp).clamp(max=50.0)
+        rho = torch.exp(log_rho)
+        truncated = (rho > c) & mask
+        w = torch.where(mask, rho.clamp(max=c), torch.zeros_like(rho))
+    return w, truncated

@@ -1,0 +1,83 @@
+"""The reward swap's pure functions: relabel, replay buffer, truncated importance weights."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from rspo.config import TrainConfig
+from rspo.rewards import RewardSpec, compute_rewards
+from rspo.rollout import Episode, Turn
+from rspo.swap import ReplayBuffer, importance_weights, relabel
+from rspo.update import build_batch
+
+
+def turn(reward=0.0, process=0.0, valid=True, anchor="s"):
+    return Turn("p", ["a", "b"], "a", 0, [1], [-0.5], anchor, reward, process, valid)
+
+
+def explorer_group(group, wins):
+    """G explorer episodes of one task: process reward everywhere, outcome only where ``wins``."""
+    eps = []
+    for copy, won in enumerate(wins):
+        turns = [turn(process=0.1, anchor="start"), turn(process=0.2 * copy, anchor=f"x{copy}")]
+        turns[-1].reward = 1.0 if won else 0.0
+        eps.append(Episode("household", f"train/{group:05d}", group, copy, turns, won=won, source="explorer"))
+    return eps
+
+
+def test_relabel_swaps_dense_for_outcome_rewards():
+    eps = explorer_group(0, [True, False])
+    spec = RewardSpec()
+    dense = compute_rewards("dense", eps, spec)
+    swapped = relabel(eps, spec)
+    assert dense[1] == pytest.approx([1.0, 2.0])  # the explorer was paid for process milestones
+    assert swapped == [[0.0, 10.0], [0.0, 0.0]]  # the learner sees only what the outcome says
+    assert swapped == compute_rewards("outcome", eps, spec)
+
+
+def test_relabelled_advantage_equals_the_learners_own_for_the_same_episodes():
+    """An explorer episode's outcome-relabelled advantage is the one the learner computes for it."""
+    for algo in ("grpo", "gigpo", "rloo"):
+        cfg = TrainConfig(algo=algo)
+        eps = explorer_group(0, [True, False, False]) + explorer_group(1, [False, True, True])
+        as_explorer = build_batch(eps, relabel(eps), cfg)
+        learner_eps = [Episode(e.env, e.task_id, e.group, e.copy, e.turns, e.won) for e in eps]
+        as_learner = build_batch(learner_eps, compute_rewards("outcome", learner_eps, RewardSpec()), cfg)
+        assert torch.equal(as_explorer.adv, as_learner.adv)
+        assert as_explorer.adv.abs().sum() > 0
+
+
+def test_importance_weights_one_when_policies_equal_and_truncated_at_c():
+    logp = torch.tensor([[-1.0, -2.0], [-0.5, 0.0]])
+    mask = torch.tensor([[True, True], [True, False]])
+    w, trunc = importance_weights(logp, logp, mask, c=1.0)
+    assert w.tolist() == [[1.0, 1.0], [1.0, 0.0]] and not trunc.any()
+    learner = torch.tensor([[0.0, math.log(0.5)], [math.log(3.0), 0.0]])
+    w, trunc = importance_weights(learner, torch.zeros(2, 2), mask, c=2.0)
+    assert torch.allclose(w, torch.tensor([[1.0, 0.5], [2.0, 0.0]]))  # ratio 3 truncated at c = 2
+    assert trunc.tolist() == [[False, False], [True, False]]
+    assert not w.requires_grad
+    with pytest.raises(ValueError, match="c must be > 0"):
+        importance_weights(learner, learner, mask, c=0.0)
+
+
+def test_buffer_keeps_groups_whole_bounded_and_fresh():
+    buf = ReplayBuffer(capacity=3, max_age=2)
+    buf.add(explorer_group(0, [True, False]) + explorer_group(1, [False, False]), iteration=0)
+    buf.add(explorer_group(2, [True, True]), iteration=1)
+    assert len(buf) == 3 and buf.episodes == 6
+    buf.add(explorer_group(3, [False, True]), iteration=2)
+    assert len(buf) == 3  # capacity: the oldest group left
+    assert buf.ages(3) == [3, 2, 1]
+    assert buf.evict(now=3) == 1 and buf.ages(3) == [2, 1]
+    groups = buf.sample(1, random.Random(0))
+    assert len(groups) == 1 and len({ep.group for ep in groups[0].episodes}) == 1
+    assert len(buf.sample(10, random.Random(0))) == 2
+    restored = ReplayBuffer.from_state(buf.state(), 3, 2)
+    assert [g.iteration for g in restored.groups] == [g.iteration for g in buf.groups]
+    with pytest.raises(ValueError, match="capacity"):
+        ReplayBuffer(capacity=0)

@@ -1,0 +1,188 @@
+"""The offline default model (tokenizer, tiny Qwen3), the SFT warm start and its cache."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import torch
+
+import rspo.envs
+from rspo import sft
+from rspo.policies import tiny
+from rspo.rollout import expert_demonstrations
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return tiny.small_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def env_texts():
+    """Prompts and actions of both environments, from splits the small tokenizer was not trained on."""
+    texts = []
+    for name in ("household", "shop"):
+        split = rspo.envs.env_class(name).eval_splits[-1]
+        ids = rspo.envs.make(name, split=split).task_ids[:2]
+        texts += [t for p, _, a in expert_demonstrations(name, split, ids) for t in (p, a)]
+    return texts
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    """An empty cache root; the default tokenizer replaced by the small one (fast)."""
+    monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
+    monkeypatch.setattr(sft, "default_tokenizer", lambda vocab_size=0: tiny.small_tokenizer())
+    return tmp_path
+
+
+def test_tokenizer_is_deterministic_and_lossless(tok, env_texts):
+    texts = tiny.tokenizer_corpus(n_expert=3, n_random=1)
+    a = tiny.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
+    b = tiny.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
+    assert a == b
+    for text in env_texts:
+        assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+    for special in tiny.SPECIAL_TOKENS:
+        assert len(tok(special, add_special_tokens=False)["input_ids"]) == 1
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|pad|>"
+    assert len(tok("go to cabinet 12", add_special_tokens=False)["input_ids"]) <= 6
+
+
+def test_chat_template(tok):
+    user = [{"role": "user", "content": "hello"}]
+    text = tok.apply_chat_template(user, add_generation_prompt=True, tokenize=False)
+    assert text == "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
+    full = tok.apply_chat_template([*user, {"role": "assistant", "content": "look"}], tokenize=False)
+    assert full == text + "look<|im_end|>\n"
+
+
+def test_tiny_model_size_determinism_and_save_reload(tok, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = tiny.build_tiny_model(tok, seed=0)
+    c = model.config
+    assert type(model).__name__ == "Qwen3ForCausalLM" and c._attn_implementation == "sdpa"
+    assert (c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads) == (
+        128,
+        2,
+        4,
+        2,
+    )
+    per_layer = 128 * 128 * 2 + 128 * 64 * 2 + 3 * 128 * 512 + 2 * 128 + 2 * 32  # attn, mlp, norms
+    assert sum(p.numel() for p in model.parameters()) == len(tok) * 128 + 2 * per_layer + 128
+    x = torch.randint(0, len(tok), (2, 12))
+    same = tiny.build_tiny_model(tok, seed=0)
+    assert torch.equal(model(x).logits, same(x).logits)
+    assert not torch.equal(model(x).logits, tiny.build_tiny_model(tok, seed=1)(x).logits)
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    back = AutoModelForCausalLM.from_pretrained(tmp_path)
+    tok2 = AutoTokenizer.from_pretrained(tmp_path)
+    with torch.no_grad():
+        assert torch.equal(model(x).logits, back(x).logits)
+    assert tok2.backend_tokenizer.to_str() == tok.backend_tokenizer.to_str()
+    assert tok2.chat_template == tok.chat_template
+
+
+def test_untrained_policy_is_fast_and_acts():
+    t0 = time.perf_counter()
+    policy = tiny.untrained_tiny_policy(seed=0)
+    assert time.perf_counter() - t0 < 5.0  # < 2 s alone; slack for a loaded machine
+    samples = policy.act(["Your task is to: look."], [["look", "inventory"]], greedy=True)
+    assert samples[0].action in ("look", "inventory") and samples[0].valid_format
+    assert policy.completion_text("look") == "look<|im_end|>"
+
+
+def _completion_loss(policy, data) -> float:
+    """Mean NLL per completion token of the (prompt, completion) texts (no gradient)."""
+    tok, total, n = policy.tokenizer, 0.0, 0
+    with torch.no_grad():
+        for prompt, completion in zip(data["prompt"], data["completion"], strict=True):
+            p = tok(prompt, add_special_tokens=False)["input_ids"]
+            c = tok(completion, add_special_tokens=False)["input_ids"]
+            logits = policy.model(torch.tensor([p + c])).logits[0, len(p) - 1 : -1]  # (len(c), V)
+            total += torch.nn.functional.cross_entropy(logits, torch.tensor(c), reduction="sum").item()
+            n += len(c)
+    return total / n
+
+
+def test_sft_lowers_completion_loss_and_changes_parameters():
+    policy = tiny.untrained_tiny_policy(seed=0)
+    config = sft.WarmStartConfig(
+        env="household", n_demo_tasks=2, max_steps=6, batch_size=4, learning_rate=3e-3
+    )
+    data = sft.demo_texts(policy, config)
+    assert data["completion"][0].endswith("<|im_end|>")
+    assert data["prompt"][0].startswith("<|im_start|>user\n") and data["prompt"][0].endswith("assistant\n")
+    before_params = [p.detach().clone() for p in policy.model.parameters()]
+    before = _completion_loss(policy, data)
+    stats = sft.warm_start(policy, config, log_every=1)
+    after = _completion_loss(policy, data)
+    assert stats["steps"] == 6 and len(stats["losses"]) == 6
+    assert all(torch.isfinite(torch.tensor(stats["losses"])))
+    assert after < before - 0.5
+    assert any(not torch.equal(a, b) for a, b in zip(before_params, policy.model.parameters(), strict=True))
+    assert not policy.model.training
+
+
+def test_cache_builds_once_then_loads(cache, monkeypatch):
+    config = sft.WarmStartConfig(env="shop", n_demo_tasks=1, max_steps=1, batch_size=2)
+    calls = []
+    real = sft.warm_start
+
+    def counting(policy, cfg, **kw):
+        calls.append(cfg)
+        return real(policy, cfg, **kw)
+
+    monkeypatch.setattr(sft, "warm_start", counting)
+    path = sft.default_policy_path("shop", config)
+    assert path.parent == cache and not path.exists()
+    first = sft.load_or_build_default("shop", config=config, evaluate=False)
+    assert len(calls) == 1 and path.is_dir()
+    record = json.loads((path / "warmstart.json").read_text())
+    assert record["config"]["env"] == "shop" and record["build_s"] > 0 and "eval" not in record
+    second = sft.load_or_build_default("shop", action_mode="generate", config=config, evaluate=False)
+    assert len(calls) == 1 and second.action_mode == "generate"
+    x = torch.randint(0, len(first.tokenizer), (1, 9))
+    with torch.no_grad():
+        assert torch.equal(first.model(x).logits, second.model(x).logits)
+    assert sorted(p.name for p in cache.iterdir()) == [path.name]  # no temporary folders left
+
+
+def test_failed_build_leaves_no_cache(cache, monkeypatch):
+    def boom(policy, cfg, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sft, "warm_start", boom)
+    config = sft.WarmStartConfig(env="household", n_demo_tasks=1, max_steps=1)
+    with pytest.raises(KeyboardInterrupt):
+        sft.load_or_build_default("household", config=config, evaluate=False)
+    assert not sft.default_policy_path("household", config).exists()
+    assert [p.name for p in cache.iterdir() if p.name.startswith("default-")] == []
+
+    class Boom(RuntimeError):
+        pass
+
+    with pytest.raises(Boom), tiny.atomic_dir(cache / "x") as tmp:
+        (tmp / "half").write_text("written")
+        raise Boom
+    assert list(cache.iterdir()) == []
+
+
+def test_cache_key_depends_on_config(cache):
+    base = sft.default_config("household")
+    keys = {
+        sft.default_policy_path("household", base),
+        sft.default_policy_path("household", sft.WarmStartConfig(**{**base.__dict__, "seed": 1})),
+        sft.default_policy_path("household", sft.WarmStartConfig(**{**base.__dict__, "learning_rate": 1e-3})),
+        sft.default_policy_path("shop"),
+    }
+    assert len(keys) == 4
+    assert sft.default_policy_path("household") == sft.default_policy_path("household", base)
+    with pytest.raises(ValueError, match="config is for env"):
+        sft.default_policy_path("shop", base)
+    with pytest.raises(ValueError, match="unknown environment"):
+        sft.WarmStartConfig(env="nope")

@@ -1,0 +1,218 @@
+"""CPU smoke tests of the training loop: every algo x reward mode, resume, determinism, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from rspo.config import ALGOS, REWARDS, TrainConfig
+from rspo.policies.tiny import untrained_tiny_policy
+from rspo.trainer import Trainer
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def small(tmp_path, **kw) -> TrainConfig:
+    base = dict(
+        env="household",
+        iterations=2,
+        tasks_per_iter=2,
+        group_size=2,
+        max_steps=4,
+        temperature=20.0,
+        eval_every=0,
+        checkpoint_every=1,
+        out_dir=str(tmp_path),
+        progress=False,
+        lr=1e-3,
+        micro_batch=8,
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def run(cfg: TrainConfig, seed: int = 0):
+    policy = untrained_tiny_policy(seed, value_head=cfg.algo == "ppo")
+    before = [p.detach().clone() for p in policy.trainable_parameters()]
+    rows = Trainer(cfg, policy=policy).run()
+    return policy, before, rows
+
+
+@pytest.fixture
+def first_copy_succeeds(monkeypatch):
+    """An untrained model never succeeds in 4 steps, so every group would be without signal:
+    pretend the first copy of every task succeeded at its last turn (a synthetic outcome)."""
+    import rspo.rewards
+
+    def with_successes(real):
+        def mode(episodes, spec):
+            rewards = real(episodes, spec)
+            for ep, r in zip(episodes, rewards, strict=True):
+                if ep.copy == 0:
+                    r[-1] += spec.outcome_scale
+            return rewards
+
+        return mode
+
+    for name in ("outcome", "dense"):
+        monkeypatch.setitem(rspo.rewards.REWARD_MODES, name, with_successes(rspo.rewards.REWARD_MODES[name]))
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("reward", REWARDS)
+def test_every_algo_and_reward_mode_updates_the_policy(tmp_path, algo, reward, first_copy_succeeds):
+    cfg = small(tmp_path, algo=algo, reward=reward)
+    policy, before, rows = run(cfg)
+    after = policy.trainable_parameters()
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True)), "no parameter changed"
+    assert len(rows) == 2
+    for row in rows:
+        losses = {k: v for k, v in row.items() if k.startswith("loss/")}
+        assert all(torch.isfinite(torch.tensor(float(v))) for v in losses.values()), losses
+        assert row["rollout/episodes"] == 4 and row["loss/steps"] >= 1
+        assert row["adv/abs_mean"] > 0 and row["loss/grad_norm"] > 1e-4  # a real signal, not float noise
+    assert rows[-1]["rollout/env_steps"] == sum(r["rollout/turns"] for r in rows)
+    if algo == "ppo":
+        assert rows[-1]["loss/value"] > 0.0
+    saved = json.loads((cfg.run_dir / "config.json").read_text())
+    assert saved["algo"] == algo and saved["reward"] == reward
+
+
+def _strip_time(rows):
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+
+def test_same_seed_same_metrics_and_resume_ends_where_the_uninterrupted_run_ends(tmp_path):
+    full = small(
+        tmp_path, name="full", iterations=3, algo="gigpo", reward="dense", eval_every=3, eval_tasks=3
+    )
+    p_full, _, rows_full = run(full)
+    again = small(
+        tmp_path, name="again", iterations=3, algo="gigpo", reward="dense", eval_every=3, eval_tasks=3
+    )
+    _, _, rows_again = run(again)
+    assert _strip_time(rows_full) == _strip_time(rows_again)
+
+    # killed during iteration 3 (after the checkpoint of iteration 2), a metrics line half written
+    part = small(
+        tmp_path, name="part", iterations=3, algo="gigpo", reward="dense", eval_every=3, eval_tasks=3
+    )
+    original = Trainer.train_step
+
+    def killed(self, it):
+        if it == 2:
+            with (self.run_dir / "metrics.jsonl").open("a") as f:
+                f.write('{"iteration": 3, "rollout/succ')
+            raise KeyboardInterrupt
+        return original(self, it)
+
+    Trainer.train_step = killed
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(part)
+    finally:
+        Trainer.train_step = original
+    resumed = small(
+        tmp_path,
+        name="part",
+        iterations=3,
+        algo="gigpo",
+        reward="dense",
+        eval_every=3,
+        eval_tasks=3,
+        resume=True,
+    )
+    p_res, _, rows_res = run(resumed)
+    assert _strip_time(rows_res) == _strip_time(rows_full)
+    for a, b in zip(p_full.trainable_parameters(), p_res.trainable_parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_existing_run_is_not_overwritten_and_resume_checks_the_config(tmp_path):
+    cfg = small(tmp_path, name="r", iterations=1)
+    run(cfg)
+    with pytest.raises(ValueError, match="already holds a run"):
+        run(small(tmp_path, name="r", iterations=1))
+    with pytest.raises(ValueError, match="config differs in lr"):
+        run(small(tmp_path, name="r", iterations=2, lr=5e-4, resume=True))
+
+
+def test_no_signal_groups_are_counted_and_skip_drops_them(tmp_path):
+    # temperature 1 on an untrained model: near-greedy, every copy the same -> no signal under outcome reward
+    cfg = small(tmp_path, name="ns", iterations=1, temperature=1.0, no_signal="skip", reward="outcome")
+    _, before, rows = run(cfg)
+    assert rows[0]["rollout/no_signal_groups"] == 2 and rows[0]["loss/steps"] == 0
+
+
+def test_evaluation_reports_each_split(tmp_path):
+    cfg = small(tmp_path, name="ev", iterations=1, eval_every=1, eval_tasks=2)
+    _, _, rows = run(cfg)
+    assert rows[0]["iteration"] == 0 and "eval/valid_seen/success" in rows[0]
+    assert {"eval/success", "eval/score", "eval/valid_unseen/success"} <= set(rows[-1])
+
+
+def test_cuda_request_without_cuda_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(ValueError, match="no CUDA device"):
+        Trainer(small(tmp_path, device="cuda"), policy=untrained_tiny_policy(0))
+
+
+def test_generate_mode_trains_from_written_actions(tmp_path):
+    """Generate mode end to end: one Trainer iteration runs; an update on hand-set rewards moves the policy."""
+    from rspo.rewards import RewardSpec, compute_rewards
+    from rspo.update import build_batch, ppo_update
+
+    cfg = small(tmp_path, name="gen", iterations=1, action_mode="generate", max_new_tokens=6, temperature=1.0)
+    policy = untrained_tiny_policy(0, action_mode="generate", max_new_tokens=6)
+    trainer = Trainer(cfg, policy=policy)
+    rows = trainer.run()
+    assert rows[0]["rollout/invalid_frac"] > 0.5  # an untrained model writes no valid command
+    episodes = trainer.rollout(7)
+    assert all(
+        t.action_ids and len(t.token_logprobs) == len(t.action_ids) for ep in episodes for t in ep.turns
+    )
+    for ep in episodes:  # pretend the first copy of each task succeeded
+        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0
+    batch = build_batch(episodes, compute_rewards("outcome", episodes, RewardSpec()), cfg)
+    assert batch.adv.abs().sum() > 0
+    before = [p.detach().clone() for p in policy.trainable_parameters()]
+    stats = ppo_update(policy, trainer.optimizer, trainer.params, batch, cfg, 0, trainer.autocast)
+    assert stats["loss/ratio_max"] == pytest.approx(1.0, abs=1e-3)  # behaviour log-probs match evaluate
+    assert all(torch.isfinite(torch.tensor(v)) for k, v in stats.items() if k.startswith("loss/"))
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.trainable_parameters(), strict=True))
+
+
+def test_lora_path_trains_adapters_only_from_a_local_model(tmp_path):
+    base = untrained_tiny_policy(0)
+    base.save_pretrained(tmp_path / "tiny")
+    cfg = small(
+        tmp_path,
+        name="lora",
+        iterations=2,
+        model=str(tmp_path / "tiny"),
+        lora=True,
+        reward="dense",
+        misalignment=1.0,
+    )
+    trainer = Trainer(cfg)
+    names = [n for n, _ in trainer.policy.named_trainable_parameters()]
+    assert names and all("lora_" in n for n in names)
+    before = {n: p.detach().clone() for n, p in trainer.policy.named_trainable_parameters()}
+    rows = trainer.run()
+    assert torch.isfinite(torch.tensor(rows[-1]["loss/policy"])) and sum(r["adv/abs_mean"] for r in rows) > 0
+    after = dict(trainer.policy.named_trainable_parameters())
+    assert any(not torch.equal(before[n], after[n]) for n in names)
+    # the frozen base is untouched: the reference (adapters off) scores like the saved model
+    prompt, cands = "You are an expert agent in a household. Your task is to: look.", ["look", "inventory"]
+    ref = trainer.policy.candidate_logprobs([prompt], [cands], reference=True)
+    fresh = untrained_tiny_policy(0).candidate_logprobs([prompt], [cands])
+    assert torch.allclose(torch.as_tensor(ref[0]), torch.as_tensor(fresh[0]), atol=1e-5)
