@@ -18,7 +18,16 @@ import torch
 from rspo.config import TrainConfig
 
 FORMAT = 1
-MAY_DIFFER = {"iterations", "resume", "progress", "eval_every", "checkpoint_every", "device", "extra"}
+MAY_DIFFER = {
+    "iterations",
+    "resume",
+    "progress",
+    "eval_every",
+    "checkpoint_every",
+    "device",
+    "threads",
+    "extra",
+}
 
 
 def _state_path(run_dir: Path) -> Path:

@@ -83,6 +83,9 @@ class TrainConfig:
     # device
     device: str = "auto"  # auto | cpu | cuda
     precision: str = "auto"  # auto (CPU fp32, GPU bf16) | fp32 | bf16
+    threads: int = (
+        0  # torch CPU threads; 0 = torch's default (on a busy 2-core machine 1 measured ~3x faster)
+    )
     extra: dict = field(default_factory=dict)  # free-form notes saved with the run (not read by the trainer)
 
     def __post_init__(self):
@@ -121,7 +124,15 @@ class TrainConfig:
         for key in positive + ("max_prompt_tokens", "max_new_tokens"):
             if getattr(self, key) < 1:
                 raise ValueError(f"TrainConfig.{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("history", "max_steps", "eval_every", "eval_tasks", "checkpoint_every", "resample_tries"):
+        for key in (
+            "history",
+            "max_steps",
+            "eval_every",
+            "eval_tasks",
+            "checkpoint_every",
+            "resample_tries",
+            "threads",
+        ):
             if getattr(self, key) < 0:
                 raise ValueError(f"TrainConfig.{key} must be >= 0, got {getattr(self, key)}")
         if not 0.0 <= self.misalignment <= 1.0:

@@ -74,6 +74,8 @@ class Trainer:
 
     def __init__(self, cfg: TrainConfig, policy=None):
         self.cfg = cfg
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
         self.device, self.autocast_dtype = resolve_device(cfg)
         self.run_dir = cfg.run_dir
         torch.manual_seed(_derive(cfg.seed, 0))
