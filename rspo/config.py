@@ -46,7 +46,7 @@ class TrainConfig:
     tasks_per_iter: int = 8  # B tasks per iteration
     group_size: int = 4  # G copies of each task (the GRPO/GiGPO group)
     history: int = 2  # H observation/action pairs in each prompt
-    show_admissible: bool = True  # list admissible actions in the prompt (verl-agent does)
+    show_admissible: str = "auto"  # list admissible actions: auto (as warm-started) | yes | no
     max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
     misalignment: float = 0.0  # the environment's process-reward misalignment knob m, 0..1
     temperature: float = 1.0  # rollout sampling temperature (evaluation is greedy)
@@ -92,6 +92,7 @@ class TrainConfig:
             "algo": ALGOS,
             "reward": REWARDS,
             "action_mode": ACTION_MODES,
+            "show_admissible": ("auto", "yes", "no"),
             "no_signal": NO_SIGNAL,
             "adv_norm": ("std", "none"),
             "episode_stats": ("trajectory", "turn"),

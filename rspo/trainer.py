@@ -69,6 +69,18 @@ def load_policy(cfg: TrainConfig, device: torch.device | None = None):
     return load_or_build_default(cfg.env, device=device, **common)
 
 
+def resolve_show_admissible(cfg: TrainConfig) -> bool:
+    """Whether prompts list the admissible actions: as the default policy was warm-started (``auto``,
+    household: no, shop: yes - RL prompts must match the SFT prompts), yes for a named model."""
+    if cfg.show_admissible != "auto":
+        return cfg.show_admissible == "yes"
+    if cfg.model:
+        return True
+    from rspo.sft import prompt_settings
+
+    return bool(prompt_settings(cfg.env)["show_admissible"])
+
+
 class Trainer:
     """Builds everything a :class:`TrainConfig` names and runs the loop; see the module docstring."""
 
@@ -80,6 +92,7 @@ class Trainer:
         self.run_dir = cfg.run_dir
         torch.manual_seed(_derive(cfg.seed, 0))
         self.policy = policy if policy is not None else load_policy(cfg, self.device)
+        self.show_admissible = resolve_show_admissible(cfg)
         self.params = [p for p in self.policy.trainable_parameters()]
         self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         env_options = dict(misalignment=cfg.misalignment, max_steps=cfg.max_steps or None)
@@ -113,7 +126,7 @@ class Trainer:
                 self.sample_tasks(iteration, round_),
                 cfg.group_size,
                 history=cfg.history,
-                show_admissible=cfg.show_admissible,
+                show_admissible=self.show_admissible,
                 temperature=cfg.temperature,
                 generator=generator,
             )
@@ -185,7 +198,7 @@ class Trainer:
                     tasks,
                     1,
                     history=cfg.history,
-                    show_admissible=cfg.show_admissible,
+                    show_admissible=self.show_admissible,
                     greedy=True,
                 )
             s = sum(ep.won for ep in episodes) / len(episodes)

@@ -49,6 +49,9 @@ def test_tokenizer_is_deterministic_and_lossless(tok, env_texts):
         assert len(tok(special, add_special_tokens=False)["input_ids"]) == 1
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|pad|>"
     assert len(tok("go to cabinet 12", add_special_tokens=False)["input_ids"]) <= 6
+    asin = tiny.catalogue_ids()[-1]  # a lowercase product id; its uppercase form is also one token
+    assert tok.tokenize(f"click[{asin}]") == ["click", "[", asin, "]"]
+    assert asin.upper() in tok.tokenize(f" {asin.upper()} [SEP] $18.00")
 
 
 def test_chat_template(tok):
@@ -117,6 +120,12 @@ def test_sft_lowers_completion_loss_and_changes_parameters():
     data = sft.demo_texts(policy, config)
     assert data["completion"][0].endswith("<|im_end|>")
     assert data["prompt"][0].startswith("<|im_start|>user\n") and data["prompt"][0].endswith("assistant\n")
+    rows = sft.demo_dataset(policy, config)  # what TRL trains on: the policy's own tokens
+    assert len(rows) == len(data["prompt"])
+    first = policy.tokenizer(data["prompt"][0] + data["completion"][0], add_special_tokens=False)["input_ids"]
+    assert rows[0]["input_ids"] == first
+    n = len(policy.tokenizer(data["completion"][0], add_special_tokens=False)["input_ids"])
+    assert rows[0]["completion_mask"] == [0] * (len(first) - n) + [1] * n
     before_params = [p.detach().clone() for p in policy.model.parameters()]
     before = _completion_loss(policy, data)
     stats = sft.warm_start(policy, config, log_every=1)
@@ -144,6 +153,8 @@ def test_cache_builds_once_then_loads(cache, monkeypatch):
     assert len(calls) == 1 and path.is_dir()
     record = json.loads((path / "warmstart.json").read_text())
     assert record["config"]["env"] == "shop" and record["build_s"] > 0 and "eval" not in record
+    assert sft.warmstart_record("shop", config) == record and (path / "rspo_policy.json").is_file()
+    assert sft.prompt_settings("shop", config) == {"history": 2, "show_admissible": True}
     second = sft.load_or_build_default("shop", action_mode="generate", config=config, evaluate=False)
     assert len(calls) == 1 and second.action_mode == "generate"
     x = torch.randint(0, len(first.tokenizer), (1, 9))
