@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 ALGOS = ("grpo", "ppo", "gigpo", "rloo", "turn_level")
-REWARDS = ("outcome", "dense")
+REWARDS = ("outcome", "dense", "rspo")
+SWAP_VARIANTS = ("offpolicy", "mixed", "schedule")
 ACTION_MODES = ("score", "generate")
 LOSS_AGG = ("trajectory", "turn", "token")
 NO_SIGNAL = ("keep", "skip", "resample")
@@ -29,7 +30,7 @@ class TrainConfig:
     # what to train
     env: str = "household"  # environment: household | shop
     algo: str = "grpo"  # grpo | ppo (value head + turn-level GAE) | gigpo | rloo | turn_level
-    reward: str = "outcome"  # outcome (sparse, the true objective) | dense (process + outcome)
+    reward: str = "outcome"  # outcome (sparse, the true objective) | dense (process + outcome) | rspo
     seed: int = 0  # seeds tasks, sampling, init; same seed + same machine -> same metrics
     name: str = ""  # run name; "" -> "<env>-<algo>-<reward>-s<seed>"
     out_dir: str = "runs"  # runs/<name>/ holds config.json, metrics.jsonl, checkpoint/
@@ -56,6 +57,14 @@ class TrainConfig:
     outcome_scale: float = 10.0  # reward of a success (WebShop: x its reward r)
     invalid_penalty: float = -0.1  # per invalid action
     process_weight: float = 1.0  # process reward weight in the dense mode
+    # the reward swap (reward="rspo"; DESIGN 7, a reconstruction)
+    swap_variant: str = "offpolicy"  # offpolicy (buffer + IS term) | mixed (explorer joins groups) | schedule
+    swap_lambda: float = 1.0  # lambda: weight of the off-policy term on relabelled explorer turns
+    swap_c: float = 1.0  # c: truncation of the importance weight pi_A_old / pi_B
+    buffer_groups: int = 16  # replay buffer capacity in task groups (G episodes each)
+    buffer_max_age: int = 2  # drop explorer groups older than this many iterations
+    replay_groups: int = 8  # buffer groups replayed in each learner update
+    schedule_frac: float = 0.5  # schedule: fraction of the iterations trained on the dense reward
     # advantages
     gamma: float = 0.95  # GiGPO discount of step returns; turn_level discount
     omega: float = 1.0  # GiGPO weight of the step advantage
@@ -94,6 +103,7 @@ class TrainConfig:
             "action_mode": ACTION_MODES,
             "show_admissible": ("auto", "yes", "no"),
             "no_signal": NO_SIGNAL,
+            "swap_variant": SWAP_VARIANTS,
             "adv_norm": ("std", "none"),
             "episode_stats": ("trajectory", "turn"),
             "loss_agg": LOSS_AGG,
@@ -119,6 +129,8 @@ class TrainConfig:
             "micro_batch",
             "ppo_epochs",
             "minibatch_turns",
+            "buffer_groups",
+            "replay_groups",
         )
         for key in positive + ("max_prompt_tokens", "max_new_tokens"):
             if getattr(self, key) < 1:
@@ -131,6 +143,7 @@ class TrainConfig:
             "checkpoint_every",
             "resample_tries",
             "threads",
+            "buffer_max_age",
         ):
             if getattr(self, key) < 0:
                 raise ValueError(f"TrainConfig.{key} must be >= 0, got {getattr(self, key)}")
@@ -141,10 +154,20 @@ class TrainConfig:
         for key in ("gamma", "gae_gamma", "gae_lambda"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ValueError(f"TrainConfig.{key} must be in [0, 1], got {getattr(self, key)}")
-        for key in ("lr", "clip_eps", "max_grad_norm"):
+        if not 0.0 <= self.schedule_frac <= 1.0:
+            raise ValueError(f"TrainConfig.schedule_frac must be in [0, 1], got {self.schedule_frac}")
+        for key in ("lr", "clip_eps", "max_grad_norm", "swap_c"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"TrainConfig.{key} must be > 0, got {getattr(self, key)}")
-        for key in ("kl_coef", "value_coef", "entropy_coef", "weight_decay", "process_weight", "omega"):
+        for key in (
+            "kl_coef",
+            "value_coef",
+            "entropy_coef",
+            "weight_decay",
+            "process_weight",
+            "omega",
+            "swap_lambda",
+        ):
             if getattr(self, key) < 0:
                 raise ValueError(f"TrainConfig.{key} must be >= 0, got {getattr(self, key)}")
         if self.gguf_file and not self.model:
@@ -152,7 +175,23 @@ class TrainConfig:
         if self.lora and not self.model:
             raise ValueError("TrainConfig.lora needs model= (the tiny default trains all its weights)")
         if not self.name:
-            self.name = f"{self.env}-{self.algo}-{self.reward}-s{self.seed}"
+            suffix = (
+                "" if self.reward != "rspo" or self.swap_variant == "offpolicy" else f"-{self.swap_variant}"
+            )
+            self.name = f"{self.env}-{self.algo}-{self.reward}{suffix}-s{self.seed}"
+
+    @property
+    def uses_explorer(self) -> bool:
+        """RSPO with a second (explorer) policy: the offpolicy and mixed variants."""
+        return self.reward == "rspo" and self.swap_variant in ("offpolicy", "mixed")
+
+    def reward_at(self, iteration: int) -> str:
+        """The reward mode the learner trains on at ``iteration`` (rspo: outcome; schedule: dense first)."""
+        if self.reward != "rspo":
+            return self.reward
+        if self.swap_variant == "schedule" and iteration < round(self.schedule_frac * self.iterations):
+            return "dense"
+        return "outcome"
 
     @property
     def estimator(self) -> str:

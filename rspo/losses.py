@@ -53,16 +53,26 @@ def masked_turn_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def ppo_clip_loss(
-    logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, clip_eps: float = 0.2
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float = 0.2,
+    token_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-turn PPO-clip surrogate loss ``(N,)`` and per-turn clipped fraction ``(N,)``.
 
-    loss_t = -min(rho_t A, clip(rho_t, 1 - eps, 1 + eps) A), rho_t = exp(logp - old_logp), per token
-    (Schulman et al. 2017, eq. 7), averaged over the turn's tokens.
+    loss_t = -w_t min(rho_t A, clip(rho_t, 1 - eps, 1 + eps) A), rho_t = exp(logp - old_logp), per
+    token (Schulman et al. 2017, eq. 7), averaged over the turn's tokens. ``token_weights`` ``(N, L)``
+    are gradient-free per-token weights ``w_t`` (default 1): the truncated importance weights of
+    off-policy turns in the decoupled objective (Hilton et al. 2021), where ``old_logp`` is then the
+    proximal (learner-at-update-start) policy rather than the behaviour policy.
     """
     ratio = torch.exp(logp - old_logp)  # (N, L)
     a = adv.unsqueeze(-1)  # (N, 1)
     surrogate = torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * a)
+    if token_weights is not None:
+        surrogate = surrogate * token_weights.detach()
     clipped = ((ratio - 1).abs() > clip_eps).to(logp.dtype)
     return masked_turn_mean(-surrogate, mask), masked_turn_mean(clipped, mask)
 

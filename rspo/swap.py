@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rspo.rewards import RewardSpec, outcome_rewards
+from rspo.rewards import RewardSpec, compute_rewards
 from rspo.rollout import Episode
 
 
@@ -40,7 +40,7 @@ def relabel(episodes: Sequence[Episode], spec: RewardSpec | None = None) -> list
     The explorer was trained on process + outcome; what the learner optimises from its episodes is
     only what the outcome reward says of them (the invalid-action penalty included).
     """
-    return outcome_rewards(episodes, spec or RewardSpec())
+    return compute_rewards("outcome", episodes, spec or RewardSpec())
 
 
 @dataclass
@@ -132,3 +132,49 @@ def importance_weights(
         truncated = (rho > c) & mask
         w = torch.where(mask, rho.clamp(max=c), torch.zeros_like(rho))
     return w, truncated
+
+
+def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, autocast, scale: float = 1.0):
+    """Episodes relabelled with the outcome reward as one learner batch; explorer turns off-policy.
+
+    Advantages come from the learner's estimator on the outcome reward (GAE: the learner's critic
+    values explorer states). Every turn of an episode whose ``source`` is ``"explorer"`` gets the
+    proximal log-probs ``log pi_A_old`` (the learner now, before its update) and the truncated
+    importance weights ``min(pi_A_old / pi_B, cfg.swap_c)``, and its loss weight times ``scale``.
+    Returns the :class:`rspo.update.TurnBatch` and ``swap/*`` metrics.
+    """
+    from rspo.update import _pad, build_batch, score_turns
+
+    turns = [t for ep in episodes for t in ep.turns]
+    sources = [ep.source for ep in episodes for _ in ep.turns]
+    off = [i for i, source in enumerate(sources) if source == "explorer"]
+    gae = cfg.estimator == "gae"
+    proximal, critic = score_turns(learner, [turns[i] for i in off], cfg, autocast, values=gae)
+    values = None
+    if gae:
+        values = [t.value if t.value is not None else 0.0 for t in turns]
+        for k, i in enumerate(off):
+            values[i] = critic[k]
+    batch = build_batch(list(episodes), relabel(episodes, spec), cfg, values)
+    stats = {"swap/turns": len(off), "swap/is_ratio_mean": 0.0, "swap/is_ratio_max": 0.0}
+    stats["swap/truncated_frac"] = 0.0
+    if not off:
+        return batch, stats
+    width = max(len(p) for p in proximal)
+    behaviour = [turns[i].token_logprobs for i in off]
+    mask = _pad([[1.0] * len(p) for p in proximal], width).bool()
+    prox_t, beh_t = _pad(proximal, width), _pad(behaviour, width)
+    w, truncated = importance_weights(prox_t, beh_t, mask, cfg.swap_c)
+    rho = torch.exp((prox_t - beh_t).clamp(max=50.0))[mask]
+    for k, i in enumerate(off):
+        batch.proximal[i] = proximal[k]
+        batch.is_weights[i] = w[k][mask[k]].tolist()
+    batch.weights[off] *= scale
+    stats.update(
+        {
+            "swap/is_ratio_mean": float(rho.mean()),
+            "swap/is_ratio_max": float(rho.max()),
+            "swap/truncated_frac": float(truncated.sum()) / max(int(mask.sum()), 1),
+        }
+    )
+    return batch, stats

@@ -5,6 +5,11 @@ The loop, in a fixed order, once per iteration:
     seed -> rollout (B tasks x G copies) -> rewards -> advantages -> PPO-clip token loss + KL
     (+ value loss) -> update -> evaluate -> log -> checkpoint
 
+With ``reward="rspo"`` (the reward swap, DESIGN 7) an explorer policy also rolls out the same tasks,
+trains on the dense reward, and its episodes - relabelled with the outcome reward - reach the learner
+through a replay buffer (``swap_variant="offpolicy"``) or by joining its groups (``"mixed"``);
+``"schedule"`` is one policy on the dense reward first and the outcome reward after.
+
 Everything an iteration draws (its tasks, its sampling generator, torch's global RNG) is derived
 from ``(seed, iteration)``, so a run resumed from a checkpoint ends exactly where the uninterrupted
 run ends, and the same seed on the same machine gives the same metrics.
@@ -84,8 +89,11 @@ def resolve_show_admissible(cfg: TrainConfig) -> bool:
 class Trainer:
     """Builds everything a :class:`TrainConfig` names and runs the loop; see the module docstring."""
 
-    def __init__(self, cfg: TrainConfig, policy=None):
+    def __init__(self, cfg: TrainConfig, policy=None, initial_eval: dict | None = None):
+        """``policy`` replaces the one ``cfg`` names; ``initial_eval`` is logged as iteration 0 instead
+        of evaluating (a benchmark that starts many runs from one policy evaluates it once)."""
         self.cfg = cfg
+        self.initial_eval = initial_eval
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device, self.autocast_dtype = resolve_device(cfg)
@@ -105,6 +113,16 @@ class Trainer:
         self.iteration = 0
         self.env_steps = 0
         self.log = MetricsLog(self.run_dir / "metrics.jsonl")
+        self.explorer = self.buffer = None
+        if cfg.uses_explorer:
+            from rspo.swap import ReplayBuffer
+
+            self.explorer = self.policy.twin("explorer")
+            self.explorer_params = list(self.explorer.trainable_parameters())
+            self.explorer_optimizer = torch.optim.AdamW(
+                self.explorer_params, lr=cfg.lr, weight_decay=cfg.weight_decay
+            )
+            self.buffer = ReplayBuffer(cfg.buffer_groups, cfg.buffer_max_age)
 
     # --- the pieces of one iteration ------------------------------------------------------------
     def autocast(self):
@@ -116,9 +134,9 @@ class Trainer:
         rng = random.Random(_derive(self.cfg.seed, 1, iteration, round_))
         return rng.sample(self.train_tasks, self.cfg.tasks_per_iter)
 
-    def rollout(self, iteration: int, round_: int = 0, policy=None) -> list[Episode]:
+    def rollout(self, iteration: int, round_: int = 0, policy=None, stream: int = 2) -> list[Episode]:
         cfg = self.cfg
-        generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, 2, iteration, round_))
+        generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, stream, iteration, round_))
         with self.autocast():
             return collect(
                 policy or self.policy,
@@ -131,18 +149,18 @@ class Trainer:
                 generator=generator,
             )
 
-    def batch(self, episodes: list[Episode], reward: str | None = None) -> TurnBatch:
+    def batch(self, episodes: list[Episode], reward: str) -> TurnBatch:
         """Rewards and advantages of ``episodes`` as one flat turn batch."""
-        rewards = compute_rewards(reward or self.cfg.reward, episodes, self.spec)
-        return build_batch(episodes, rewards, self.cfg)
+        return build_batch(episodes, compute_rewards(reward, episodes, self.spec), self.cfg)
 
     def collect_iteration(self, iteration: int) -> tuple[list[Episode], TurnBatch, dict]:
         """Rollout + rewards + advantages, with ``no_signal`` handling; returns episodes, batch, metrics."""
         cfg = self.cfg
         t0 = time.perf_counter()
+        reward = cfg.reward_at(iteration)
         episodes = self.rollout(iteration)
         self.env_steps += sum(len(ep) for ep in episodes)
-        batch = self.batch(episodes)
+        batch = self.batch(episodes, reward)
         extra = {"rollout/no_signal_groups": batch.no_signal_groups}
         if cfg.no_signal == "resample" and batch.no_signal_groups:
             keep = [ep for ep in episodes if ep.group not in batch.no_signal_group_ids]
@@ -151,7 +169,7 @@ class Trainer:
                 if missing <= 0:
                     break
                 fresh = self.rollout(iteration, round_)
-                fresh_batch = self.batch(fresh)
+                fresh_batch = self.batch(fresh, reward)
                 good = sorted({ep.group for ep in fresh} - fresh_batch.no_signal_group_ids)[:missing]
                 offset = round_ * cfg.tasks_per_iter
                 for ep in fresh:
@@ -161,7 +179,7 @@ class Trainer:
                 self.env_steps += sum(len(ep) for ep in fresh)
             if keep:
                 episodes = keep
-                batch = self.batch(episodes)
+                batch = self.batch(episodes, reward)
             extra["rollout/resampled_groups"] = len(
                 {ep.group for ep in episodes if ep.group >= cfg.tasks_per_iter}
             )
@@ -175,6 +193,90 @@ class Trainer:
         )
         stats["time/update"] = time.perf_counter() - t0
         return stats
+
+    def swap_step(self, it: int, episodes: list[Episode], batch: TurnBatch) -> tuple[TurnBatch, dict]:
+        """RSPO's explorer half of an iteration: explorer rollout on the same tasks, the learner's
+        batch extended with outcome-relabelled explorer turns, the explorer's dense-reward update."""
+        from dataclasses import replace
+
+        from rspo.swap import swap_batch
+        from rspo.update import join_batches
+
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        explored = self.rollout(it, policy=self.explorer, stream=5)
+        for ep in explored:
+            ep.source = "explorer"
+        self.env_steps += sum(len(ep) for ep in explored)
+        out = {
+            "explorer/success": sum(ep.won for ep in explored) / len(explored),
+            "explorer/score": sum(ep.score for ep in explored) / len(explored),
+            "time/explorer_rollout": time.perf_counter() - t0,
+        }
+        if cfg.swap_variant == "mixed":  # explorer episodes join the learner's groups (same tasks)
+            batch, stats = swap_batch(
+                self.policy, episodes + explored, cfg, self.spec, self.autocast, cfg.swap_lambda
+            )
+        else:
+            self.buffer.add(explored, it)
+            self.buffer.evict(it)
+            rng = random.Random(_derive(cfg.seed, 4, it))
+            groups = self.buffer.sample(cfg.replay_groups, rng)
+            replay = [replace(ep, group=k) for k, g in enumerate(groups) for ep in g.episodes]
+            off, stats = swap_batch(self.policy, replay, cfg, self.spec, self.autocast)
+            batch = join_batches(batch, off, cfg.swap_lambda)
+            ages = self.buffer.ages(it)
+            out.update(
+                {
+                    "buffer/groups": len(self.buffer),
+                    "buffer/episodes": self.buffer.episodes,
+                    "buffer/age_mean": sum(ages) / max(len(ages), 1),
+                    "buffer/age_max": max(ages, default=0),
+                    "buffer/replayed_groups": len(groups),
+                }
+            )
+        out.update(stats)
+        explorer_batch = self.batch(explored, "dense")
+        t1 = time.perf_counter()
+        ex = ppo_update(
+            self.explorer,
+            self.explorer_optimizer,
+            self.explorer_params,
+            explorer_batch,
+            cfg,
+            it,
+            self.autocast,
+        )
+        out["explorer/return"] = explorer_batch.metrics()["reward/return"]
+        out["explorer/loss_policy"], out["explorer/kl"] = ex["loss/policy"], ex["loss/kl"]
+        out["time/explorer_update"] = time.perf_counter() - t1
+        return batch, out
+
+    def checkpoint_extra(self) -> dict:
+        """The explorer, its optimizer and the replay buffer (RSPO), saved with the learner."""
+        if self.explorer is None:
+            return {}
+        from rspo.checkpoint import trainable_state
+
+        return {
+            "explorer": trainable_state(self.explorer),
+            "explorer_optimizer": self.explorer_optimizer.state_dict(),
+            "buffer": self.buffer.state(),
+        }
+
+    def load_checkpoint_extra(self, extra: dict) -> None:
+        if self.explorer is None:
+            return
+        from rspo.checkpoint import load_trainable_state
+        from rspo.swap import ReplayBuffer
+
+        if "explorer" not in extra:
+            raise ValueError("this checkpoint has no explorer state: it was not saved by an RSPO run")
+        load_trainable_state(self.explorer, extra["explorer"])
+        self.explorer_optimizer.load_state_dict(extra["explorer_optimizer"])
+        self.buffer = ReplayBuffer.from_state(
+            extra["buffer"], self.cfg.buffer_groups, self.cfg.buffer_max_age
+        )
 
     def evaluate(self) -> dict:
         """Greedy success (and score) of the current policy on the environment's evaluation splits."""
@@ -232,7 +334,8 @@ class Trainer:
         prepare_run_dir(self)
         start = time.perf_counter()
         if self.iteration == 0 and cfg.eval_every:
-            self.log.write({"iteration": 0, "rollout/env_steps": 0, **self.evaluate()})
+            first = self.initial_eval if self.initial_eval is not None else self.evaluate()
+            self.log.write({"iteration": 0, "rollout/env_steps": 0, **first})
         bar = None
         if cfg.progress:
             from tqdm.auto import tqdm
@@ -255,6 +358,8 @@ class Trainer:
             if bar is not None:
                 bar.update(1)
                 post = {"success": f"{row['rollout/success']:.2f}", "return": f"{row['reward/return']:.2f}"}
+                if "explorer/success" in row:
+                    post["explorer"] = f"{row['explorer/success']:.2f}"
                 if "eval/success" in row:
                     post["eval"] = f"{row['eval/success']:.2f}"
                 bar.set_postfix(post)
@@ -265,12 +370,19 @@ class Trainer:
     def train_step(self, it: int) -> dict:
         """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""
         episodes, batch, extra = self.collect_iteration(it)
+        learner_metrics = batch.metrics()  # of the learner's own rollouts, before any swap turns join
+        if self.explorer is not None:
+            batch, swap_stats = self.swap_step(it, episodes, batch)
+            extra.update(swap_stats)
         stats = self.update(batch, it)
         return {
             "iteration": it + 1,
             **episode_metrics(episodes),
             "rollout/env_steps": self.env_steps,
-            **batch.metrics(),
+            "reward/dense": float(
+                self.cfg.reward_at(it) == "dense"
+            ),  # 1 where the learner saw process rewards
+            **learner_metrics,
             **extra,
             **stats,
         }

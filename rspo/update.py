@@ -18,6 +18,28 @@ from rspo.policies.base import TurnInput
 from rspo.rollout import Episode, Turn
 
 
+def turn_inputs(turns: list[Turn]) -> list[TurnInput]:
+    return [TurnInput(t.prompt, t.candidates, t.choice, t.action_ids) for t in turns]
+
+
+def score_turns(
+    policy, turns: list[Turn], cfg, autocast, *, reference: bool = False, values: bool = False
+) -> tuple[list[list[float]], list[float] | None]:
+    """Per-token log-probs of each turn's action under ``policy`` (or its reference), no gradient,
+    in micro-batches; with ``values`` also V(s) from the value head."""
+    logps, vals = [], []
+    for s in range(0, len(turns), cfg.micro_batch):
+        chunk = turns[s : s + cfg.micro_batch]
+        with torch.no_grad(), autocast():
+            out = policy.evaluate(
+                turn_inputs(chunk), reference=reference, values=values, temperature=cfg.temperature
+            )
+        logps += [out.logp[j][out.mask[j]].float().tolist() for j in range(len(chunk))]
+        if values:
+            vals += out.values.float().tolist()
+    return logps, (vals if values else None)
+
+
 @dataclass
 class TurnBatch:
     """One iteration's turns, flat, with their advantages and loss weights (N turns).
@@ -33,7 +55,11 @@ class TurnBatch:
     values             (N,)    V(s) at collection (PPO) or None
     adv                (N,)    advantages from the config's estimator
     returns            (N,)    value targets (PPO) or None
-    weights            (N,)    loss weights, summing to 1 over the turns trained on
+    weights            (N,)    loss weights, summing to 1 over the turns trained on (+ lambda
+                               over off-policy turns when a swap batch is joined)
+    proximal           {i: L}  off-policy turns: log pi_A_old of the action tokens (the PPO ratio's
+                               denominator); on-policy turns use their behaviour log-probs
+    is_weights         {i: L}  off-policy turns: truncated importance weights min(pi_A_old/pi_B, c)
     =================  ======  ==========================================================
     """
 
@@ -48,18 +74,15 @@ class TurnBatch:
     returns: torch.Tensor | None
     weights: torch.Tensor
     no_signal_group_ids: set[int] = field(default_factory=set)
+    proximal: dict[int, list[float]] = field(default_factory=dict)
+    is_weights: dict[int, list[float]] = field(default_factory=dict)
 
     @property
     def no_signal_groups(self) -> int:
         return len(self.no_signal_group_ids)
 
     def inputs(self, index) -> list[TurnInput]:
-        return [
-            TurnInput(
-                self.turns[i].prompt, self.turns[i].candidates, self.turns[i].choice, self.turns[i].action_ids
-            )
-            for i in index
-        ]
+        return turn_inputs([self.turns[i] for i in index])
 
     def metrics(self) -> dict:
         n_traj = int(self.traj_ids.unique().numel()) if len(self.traj_ids) else 0
@@ -79,8 +102,13 @@ class TurnBatch:
         }
 
 
-def build_batch(episodes: list[Episode], rewards: list[list[float]], cfg) -> TurnBatch:
-    """Flatten ``episodes`` with their per-turn ``rewards``; run ``cfg.estimator``; set loss weights."""
+def build_batch(
+    episodes: list[Episode], rewards: list[list[float]], cfg, values: list[float] | None = None
+) -> TurnBatch:
+    """Flatten ``episodes`` with their per-turn ``rewards``; run ``cfg.estimator``; set loss weights.
+
+    ``values`` (one per turn) replaces the values stored at collection for GAE - the learner's critic
+    on explorer turns."""
     turns = [t for ep in episodes for t in ep.turns]
     task_ids = torch.tensor([ep.group for ep in episodes for _ in ep.turns], dtype=torch.long)
     traj_ids = torch.tensor([i for i, ep in enumerate(episodes) for _ in ep.turns], dtype=torch.long)
@@ -90,7 +118,9 @@ def build_batch(episodes: list[Episode], rewards: list[list[float]], cfg) -> Tur
     anchor_ids = torch.tensor([anchors.setdefault(t.anchor, len(anchors)) for t in turns], dtype=torch.long)
     values = None
     if cfg.estimator == "gae":
-        values = torch.tensor([t.value if t.value is not None else 0.0 for t in turns], dtype=torch.float32)
+        if values is None:
+            values = [t.value if t.value is not None else 0.0 for t in turns]
+        values = torch.tensor(values, dtype=torch.float32)
     fields = dict(
         task_ids=task_ids,
         traj_ids=traj_ids,
@@ -138,6 +168,32 @@ def build_batch(episodes: list[Episode], rewards: list[list[float]], cfg) -> Tur
     )
 
 
+def join_batches(on: TurnBatch, off: TurnBatch, scale: float) -> TurnBatch:
+    """``on`` followed by ``off`` (its loss weights times ``scale``, its ids shifted past ``on``'s)."""
+    n = len(on.turns)
+    shift_task = int(on.task_ids.max()) + 1 if n else 0
+    shift_traj = int(on.traj_ids.max()) + 1 if n else 0
+
+    def cat(a, b):
+        return None if a is None or b is None else torch.cat([a, b])
+
+    return TurnBatch(
+        on.turns + off.turns,
+        torch.cat([on.task_ids, off.task_ids + shift_task]),
+        torch.cat([on.traj_ids, off.traj_ids + shift_traj]),
+        torch.cat([on.step_rewards, off.step_rewards]),
+        torch.cat([on.episode_returns, off.episode_returns]),
+        torch.cat([on.anchor_ids, off.anchor_ids + (int(on.anchor_ids.max()) + 1 if n else 0)]),
+        cat(on.values, off.values),
+        torch.cat([on.adv, off.adv]),
+        cat(on.returns, off.returns),
+        torch.cat([on.weights, scale * off.weights]),
+        on.no_signal_group_ids | {g + shift_task for g in off.no_signal_group_ids},
+        {**on.proximal, **{i + n: v for i, v in off.proximal.items()}},
+        {**on.is_weights, **{i + n: v for i, v in off.is_weights.items()}},
+    )
+
+
 def _pad(rows: list[list[float]], width: int) -> torch.Tensor:
     out = torch.zeros(len(rows), width)
     for i, r in enumerate(rows):
@@ -171,12 +227,8 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
     mb = cfg.micro_batch
     ref: dict[int, list[float]] = {}
     if cfg.kl_coef > 0:
-        for s in range(0, len(index), mb):
-            chunk = index[s : s + mb]
-            with torch.no_grad(), autocast():
-                out = policy.evaluate(batch.inputs(chunk), reference=True, temperature=cfg.temperature)
-            for j, i in enumerate(chunk):
-                ref[i] = out.logp[j][out.mask[j]].float().tolist()
+        ref_logps, _ = score_turns(policy, [batch.turns[i] for i in index], cfg, autocast, reference=True)
+        ref = dict(zip(index, ref_logps, strict=True))
     ppo = cfg.estimator == "gae"
     rng = random.Random(f"{cfg.seed}:update:{iteration}")
     steps, total_w = 0, 0.0
@@ -186,6 +238,7 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
         rng.shuffle(order)
         for s in range(0, len(order), cfg.minibatch_turns):
             minibatch = order[s : s + cfg.minibatch_turns]
+            scale = len(order) / len(minibatch)  # the minibatch loss estimates the whole batch's
             wsum = float(batch.weights[minibatch].sum())
             optimizer.zero_grad(set_to_none=True)
             for m in range(0, len(minibatch), mb):
@@ -194,29 +247,32 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
                     out = policy.evaluate(batch.inputs(micro), values=ppo, temperature=cfg.temperature)
                 logp, mask = out.logp.float(), out.mask
                 width = logp.shape[1]
-                old = _pad([batch.turns[i].token_logprobs for i in micro], width)
+                old = _pad([batch.proximal.get(i, batch.turns[i].token_logprobs) for i in micro], width)
+                token_w = None
+                if any(i in batch.is_weights for i in micro):
+                    token_w = _pad([batch.is_weights.get(i, [1.0] * width) for i in micro], width)
                 adv = batch.adv[micro]
-                w = batch.weights[micro] / wsum
-                pl, clipfrac = ppo_clip_loss(logp, old, adv, mask, cfg.clip_eps)
+                w = batch.weights[micro]
+                pl, clipfrac = ppo_clip_loss(logp, old, adv, mask, cfg.clip_eps, token_w)
                 loss_turn = pl
                 if cfg.kl_coef > 0:
                     kl = kl_k3(logp, _pad([ref[i] for i in micro], width), mask)
                     loss_turn = loss_turn + cfg.kl_coef * kl
-                    stats["loss/kl"] += float((w * kl).sum().detach()) * wsum
+                    stats["loss/kl"] += float((w * kl).sum().detach())
                 if cfg.entropy_coef > 0:
                     loss_turn = loss_turn - cfg.entropy_coef * out.entropy.float()
                 if ppo:
                     v_loss = 0.5 * (out.values.float() - batch.returns[micro]) ** 2
                     loss_turn = loss_turn + cfg.value_coef * v_loss
-                    stats["loss/value"] += float((w * v_loss).sum().detach()) * wsum
-                loss = (w * loss_turn).sum()
+                    stats["loss/value"] += float((w * v_loss).sum().detach())
+                loss = scale * (w * loss_turn).sum()
                 loss.backward()
                 with torch.no_grad():
                     log_ratio = (logp - old) * mask
-                    stats["loss/policy"] += float((w * pl).sum()) * wsum
-                    stats["loss/entropy"] += float((w * out.entropy.float()).sum()) * wsum
-                    stats["loss/clipfrac"] += float((w * clipfrac).sum()) * wsum
-                    stats["loss/approx_kl"] += float((w * (0.5 * log_ratio**2).sum(-1)).sum()) * wsum
+                    stats["loss/policy"] += float((w * pl).sum())
+                    stats["loss/entropy"] += float((w * out.entropy.float()).sum())
+                    stats["loss/clipfrac"] += float((w * clipfrac).sum())
+                    stats["loss/approx_kl"] += float((w * (0.5 * log_ratio**2).sum(-1)).sum())
                     stats["loss/ratio_max"] = max(stats["loss/ratio_max"], float(torch.exp(log_ratio).max()))
             total_w += wsum
             grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)

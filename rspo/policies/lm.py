@@ -107,8 +107,40 @@ class LMPolicy:
             self.value_head = torch.nn.Linear(hidden, 1).to(device=self.device, dtype=torch.float32)
             torch.nn.init.zeros_(self.value_head.weight)
             torch.nn.init.zeros_(self.value_head.bias)
+        self.adapter: str | None = None  # set on LoRA twins: the adapter this policy acts with
         self._init_template()
         self._completion_cache: dict[str, list[int]] = {}
+
+    def twin(self, adapter: str = "explorer") -> LMPolicy:
+        """A second, independently trainable policy that starts equal to this one (RSPO's explorer).
+
+        LoRA: a second adapter ``adapter`` on the same base model, initialised from this policy's
+        adapter (no second copy of the base; the KL reference stays the base with adapters off).
+        Full weights: a deep copy of the model, sharing this policy's frozen reference. The value
+        head, if any, is copied."""
+        other = copy.copy(self)
+        other.value_head = copy.deepcopy(self.value_head)
+        if not self.is_peft:
+            other.model = copy.deepcopy(self.model)
+            return other
+        mine = self.adapter or self.model.active_adapter
+        if adapter == mine or adapter in self.model.peft_config:
+            raise ValueError(f"adapter {adapter!r} already exists on this model")
+        self.adapter = mine
+        self.model.add_adapter(adapter, copy.deepcopy(self.model.peft_config[mine]))
+        with torch.no_grad():
+            params = dict(self.model.named_parameters())
+            for name, p in params.items():
+                if f".{mine}." in name:
+                    params[name.replace(f".{mine}.", f".{adapter}.")].copy_(p)
+        other.adapter = adapter
+        self._activate()
+        return other
+
+    def _activate(self) -> None:
+        """Make this policy's adapter the active one (LoRA twins share one model)."""
+        if self.adapter is not None and self.model.active_adapter != self.adapter:
+            self.model.set_adapter(self.adapter)
 
     # ----------------------------------------------------------------- text and tokens
     def _init_template(self) -> None:
@@ -187,10 +219,13 @@ class LMPolicy:
 
     def named_trainable_parameters(self) -> list[tuple[str, torch.nn.Parameter]]:
         """(name, parameter) of what an optimizer updates (checkpoints save exactly these)."""
-        named = [(f"model.{n}", p) for n, p in self.model.named_parameters()]
+        if self.adapter is not None:  # LoRA twins: this adapter's weights (set_adapter flips requires_grad)
+            named = [(f"model.{n}", p) for n, p in self.model.named_parameters() if f".{self.adapter}." in n]
+        else:
+            named = [(f"model.{n}", p) for n, p in self.model.named_parameters() if p.requires_grad]
         if self.value_head is not None:
             named += [(f"value_head.{n}", p) for n, p in self.value_head.named_parameters()]
-        return [(n, p) for n, p in named if p.requires_grad]
+        return named
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """What an optimizer updates: LoRA adapters (or the whole model) and the value head."""
@@ -272,6 +307,7 @@ class LMPolicy:
     def candidate_logprobs(self, prompts, candidates, *, temperature: float | None = None, reference=False):
         """``log softmax(scores / T)`` over each prompt's candidates: ``(K_i,)`` tensors, no gradient."""
         t = self.temperature if temperature is None else temperature
+        self._activate()
         with self._scorer(reference) as model, torch.no_grad():
             scores, _ = self._score(model, prompts, candidates, hidden=False)
         return [torch.log_softmax(s.float() / t, dim=-1) for s in scores]
@@ -289,6 +325,7 @@ class LMPolicy:
         """One action per prompt (no gradient, eval mode; the previous mode is restored after)."""
         if not prompts:
             return []
+        self._activate()
         was_training = self.model.training
         self.eval()
         try:
@@ -318,6 +355,7 @@ class LMPolicy:
         want_values = values and not reference
         if want_values and self.value_head is None:
             raise ValueError("values=True needs a policy built with value_head=True")
+        self._activate()
         with self._scorer(reference) as model:
             if self.action_mode == "score":
                 return self._evaluate_score(model, turns, t, want_values)

@@ -1,0 +1,208 @@
+"""Does every method learn? Eval success before and after training, per algo x reward mode x env.
+
+    python benchmarks/bench_learning.py [--profile cpu|smoke] [--envs household shop]
+        [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
+        [--table-only] [--markdown]
+
+Each run is ``rspo train`` with the profile's settings (``PROFILES``) from the warm-started tiny
+default, greedy evaluation before the first and after the last iteration. Runs go one after another
+in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<algo>-<reward>-s<seed>/``:
+
+- resumable run by run: a finished run (its last metrics row has the final iteration and an eval) is
+  not repeated; a killed one resumes from its last checkpoint; so the table can be filled in parts;
+- the initial evaluation is the same for every run of an environment (same policy, greedy, same
+  tasks), so it is computed once and cached in ``<out>/initial-<env>.json``;
+- ``--table-only`` prints the table from what is on disk.
+
+The table: per (env, algo, reward) the initial and final eval success in % (mean +- std over the
+seeds found), the change, whether it beats the seed spread (``final - initial > std(final)``, "-"
+with one seed), environment steps and wall minutes per run. Shop also shows the score (0-100).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rspo.config import TrainConfig  # noqa: E402
+
+# settings per profile, then per environment (on top of TrainConfig's defaults)
+PROFILES = {
+    "cpu": {
+        "household": dict(iterations=16, max_steps=30, eval_tasks=64),
+        "shop": dict(iterations=16, eval_tasks=128),
+        "common": dict(tasks_per_iter=8, group_size=4, no_signal="skip", threads=1),
+    },
+    "smoke": {
+        "household": dict(iterations=2, max_steps=6, eval_tasks=4),
+        "shop": dict(iterations=2, max_steps=4, eval_tasks=4),
+        "common": dict(tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
+    },
+}
+
+
+def config_of(profile: str, env: str, algo: str, reward: str, seed: int, out: Path) -> TrainConfig:
+    p = PROFILES[profile]
+    settings = {**p["common"], **p[env]}
+    settings["eval_every"] = settings["iterations"]  # before the first and after the last iteration
+    settings["checkpoint_every"] = max(1, settings["iterations"] // 8)
+    return TrainConfig(
+        env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out), progress=False, **settings
+    )
+
+
+def finished(cfg: TrainConfig) -> bool:
+    from rspo.metrics import MetricsLog
+
+    rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
+    return bool(rows) and rows[-1].get("iteration") == cfg.iterations and "eval/success" in rows[-1]
+
+
+def initial_eval(cfg: TrainConfig, out: Path) -> dict:
+    """The warm-started policy's evaluation under ``cfg``'s evaluation settings, computed once."""
+    from rspo.trainer import Trainer
+
+    key = {k: getattr(cfg, k) for k in ("env", "eval_tasks", "max_steps", "history", "show_admissible")}
+    path = out / f"initial-{cfg.env}.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            return saved["eval"]
+    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
+    result = Trainer(probe).evaluate()
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "eval": result}, indent=1) + "\n")
+    return result
+
+
+def run_one(cfg: TrainConfig, out: Path) -> None:
+    from rspo.trainer import Trainer
+
+    resume = (cfg.run_dir / "config.json").exists()
+    cfg = TrainConfig(**{**cfg.to_dict(), "resume": resume})
+    first = None if resume else initial_eval(cfg, out)
+    Trainer(cfg, initial_eval=first).run()
+
+
+def summarise(cfg: TrainConfig) -> dict | None:
+    from rspo.metrics import MetricsLog
+
+    rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
+    if not rows or not finished(cfg):
+        return None
+    first, last = rows[0], rows[-1]
+    wall = first.get("time/eval", 0.0) + sum(r.get("time/iteration", 0.0) for r in rows[1:])
+    return {
+        "initial": 100 * first["eval/success"],
+        "final": 100 * last["eval/success"],
+        "initial_score": first["eval/score"],
+        "final_score": last["eval/score"],
+        "env_steps": last["rollout/env_steps"],
+        "minutes": wall / 60,
+    }
+
+
+def _ms(xs: list[float]) -> str:
+    if len(xs) == 1:
+        return f"{xs[0]:.1f}"
+    return f"{statistics.mean(xs):.1f} ± {statistics.stdev(xs):.1f}"
+
+
+def table(configs: list[TrainConfig], markdown: bool) -> str:
+    groups: dict[tuple, list[dict]] = {}
+    for cfg in configs:
+        s = summarise(cfg)
+        if s is not None:
+            groups.setdefault((cfg.env, cfg.algo, cfg.reward), []).append(s)
+    head = [
+        "env",
+        "algo",
+        "reward",
+        "seeds",
+        "initial %",
+        "final %",
+        "change",
+        "beats spread",
+        "score (shop)",
+        "env steps",
+        "minutes/run",
+    ]
+    lines = []
+    for (env, algo, reward), runs in groups.items():
+        init, final = [r["initial"] for r in runs], [r["final"] for r in runs]
+        change = statistics.mean(final) - statistics.mean(init)
+        beats = "-" if len(runs) < 2 else ("yes" if change > statistics.stdev(final) else "no")
+        score = (
+            f"{_ms([r['initial_score'] for r in runs])} -> {_ms([r['final_score'] for r in runs])}"
+            if env == "shop"
+            else ""
+        )
+        lines.append(
+            [
+                env,
+                algo,
+                reward,
+                str(len(runs)),
+                _ms(init),
+                _ms(final),
+                f"{change:+.1f}",
+                beats,
+                score,
+                f"{statistics.mean(r['env_steps'] for r in runs):,.0f}",
+                f"{statistics.mean(r['minutes'] for r in runs):.1f}",
+            ]
+        )
+    if not lines:
+        return "(no finished runs yet)"
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join(out + ["| " + " | ".join(row) + " |" for row in lines])
+    widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*r) for r in lines])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
+    parser.add_argument("--envs", nargs="+", default=["household", "shop"], choices=["household", "shop"])
+    parser.add_argument("--algos", nargs="+", default=["grpo", "ppo", "gigpo"])
+    parser.add_argument("--rewards", nargs="+", default=["outcome", "dense", "rspo"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--out", default=str(ROOT / "runs" / "bench-learning"))
+    parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")
+    parser.add_argument("--markdown", action="store_true", help="the table as Markdown")
+    args = parser.parse_args()
+    out = Path(args.out) / args.profile
+    configs = [
+        config_of(args.profile, env, algo, reward, seed, out)
+        for seed in args.seeds
+        for env in args.envs
+        for algo in args.algos
+        for reward in args.rewards
+    ]
+    if not args.table_only:
+        todo = [c for c in configs if not finished(c)]
+        print(f"{len(configs) - len(todo)} of {len(configs)} runs finished; running {len(todo)}", flush=True)
+        for k, cfg in enumerate(todo, 1):
+            t0 = time.perf_counter()
+            print(f"[{k}/{len(todo)}] {cfg.name} ...", flush=True)
+            run_one(cfg, out)
+            s = summarise(cfg)
+            print(
+                f"[{k}/{len(todo)}] {cfg.name}: success {s['initial']:.1f}% -> {s['final']:.1f}% "
+                f"in {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
+    print(table(configs, args.markdown))
+
+
+if __name__ == "__main__":
+    main()
