@@ -2,7 +2,7 @@
 
     python benchmarks/bench_learning.py [--profile cpu|smoke] [--envs household shop]
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
-        [--table-only] [--markdown]
+        [--set key=value ...] [--table-only] [--markdown]
 
 Each run is ``rspo train`` with the profile's settings (``PROFILES``) from the warm-started tiny
 default, greedy evaluation before the first and after the last iteration. Runs go one after another
@@ -12,7 +12,8 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
   not repeated; a killed one resumes from its last checkpoint; so the table can be filled in parts;
 - the initial evaluation is the same for every run of an environment (same policy, greedy, same
   tasks), so it is computed once and cached in ``<out>/initial-<env>.json``;
-- ``--table-only`` prints the table from what is on disk.
+- ``--table-only`` prints the table from what is on disk;
+- ``--set lr=1e-3 ...`` overrides TrainConfig fields (a sweep: give each setting its own ``--out``).
 
 The table: per (env, algo, reward) the initial and final eval success in % (mean +- std over the
 seeds found), the change, whether it beats the seed spread (``final - initial > std(final)``, "-"
@@ -48,9 +49,11 @@ PROFILES = {
 }
 
 
-def config_of(profile: str, env: str, algo: str, reward: str, seed: int, out: Path) -> TrainConfig:
+def config_of(
+    profile: str, env: str, algo: str, reward: str, seed: int, out: Path, overrides: dict | None = None
+) -> TrainConfig:
     p = PROFILES[profile]
-    settings = {**p["common"], **p[env]}
+    settings = {**p["common"], **p[env], **(overrides or {})}
     settings["eval_every"] = settings["iterations"]  # before the first and after the last iteration
     settings["checkpoint_every"] = max(1, settings["iterations"] // 8)
     return TrainConfig(
@@ -177,12 +180,20 @@ def main() -> None:
     parser.add_argument("--rewards", nargs="+", default=["outcome", "dense", "rspo"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench-learning"))
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="TrainConfig overrides")
     parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")
     parser.add_argument("--markdown", action="store_true", help="the table as Markdown")
     args = parser.parse_args()
     out = Path(args.out) / args.profile
+    overrides = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        kind = type(getattr(TrainConfig(), key, None))
+        if kind not in (int, float, str, bool) or not value:
+            parser.error(f"--set {item}: not KEY=VALUE of a TrainConfig field")
+        overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = [
-        config_of(args.profile, env, algo, reward, seed, out)
+        config_of(args.profile, env, algo, reward, seed, out, overrides)
         for seed in args.seeds
         for env in args.envs
         for algo in args.algos

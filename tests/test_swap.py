@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 
@@ -81,3 +82,37 @@ def test_buffer_keeps_groups_whole_bounded_and_fresh():
     assert [g.iteration for g in restored.groups] == [g.iteration for g in buf.groups]
     with pytest.raises(ValueError, match="capacity"):
         ReplayBuffer(capacity=0)
+
+
+def test_swap_batch_marks_explorer_turns_off_policy_and_join_weighs_them_by_lambda(one_thread):
+    """Episodes the learner itself collected, marked as explorer: importance ratio 1, proximal
+    log-probs equal to the behaviour ones, advantages as the learner's own, weights times lambda."""
+    from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.rollout import collect, make_envs
+    from rspo.swap import swap_batch
+    from rspo.update import join_batches
+
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="gigpo", swap_c=2.0, temperature=3.0, micro_batch=4)
+    envs = make_envs("household", "train", 4, max_steps=3)
+    eps = collect(
+        policy, envs, envs[0].task_ids[:2], 2, temperature=3.0, generator=torch.Generator().manual_seed(0)
+    )
+    for ep in eps:
+        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0  # a synthetic outcome: signal in every group
+    own = build_batch(eps, relabel(eps), cfg)
+    for ep in eps:
+        ep.source = "explorer"
+    off, stats = swap_batch(policy, eps, cfg, RewardSpec(), contextlib.nullcontext, scale=0.5)
+    assert torch.equal(off.adv, own.adv) and off.adv.abs().sum() > 0
+    assert stats["swap/turns"] == sum(len(ep) for ep in eps)
+    assert stats["swap/is_ratio_mean"] == pytest.approx(1.0, abs=1e-4) and stats["swap/truncated_frac"] == 0.0
+    turns = [t for ep in eps for t in ep.turns]
+    for i, t in enumerate(turns):
+        assert off.proximal[i] == pytest.approx(t.token_logprobs, abs=1e-4)
+        assert off.is_weights[i] == pytest.approx([1.0], abs=1e-4)
+    assert torch.allclose(off.weights, 0.5 * own.weights)
+    joined = join_batches(own, off, 2.0)
+    assert float(joined.weights.sum()) == pytest.approx(1.0 + 2.0 * 0.5)
+    assert len(joined.turns) == 2 * len(turns) and not joined.proximal.keys() & set(range(len(turns)))
+    assert int(joined.task_ids[len(turns) :].min()) > int(own.task_ids.max())
