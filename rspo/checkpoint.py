@@ -80,6 +80,10 @@ def load_checkpoint(trainer) -> bool:
     trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.iteration = state["iteration"]
     trainer.env_steps = state["env_steps"]
+    by_rank = state.get("extra", {}).get("env_steps_by_rank")
+    dist = getattr(trainer, "dist", None)
+    if dist is not None and by_rank and len(by_rank) == dist.world:
+        trainer.env_steps = by_rank[dist.rank]  # each process counts its own steps
     if hasattr(trainer, "load_checkpoint_extra"):
         trainer.load_checkpoint_extra(state.get("extra", {}))
     return True

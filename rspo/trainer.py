@@ -41,14 +41,15 @@ def _derive(seed: int, *parts: int) -> int:
     return random.Random(f"{seed}:" + ":".join(map(str, parts))).getrandbits(63)
 
 
-def resolve_device(cfg: TrainConfig) -> tuple[torch.device, torch.dtype | None]:
-    """The device and the autocast dtype (None = fp32) of a config."""
+def resolve_device(cfg: TrainConfig, dist=None) -> tuple[torch.device, torch.dtype | None]:
+    """The device (this process's GPU under ``accelerate launch``) and the autocast dtype (None = fp32)."""
     cuda = torch.cuda.is_available()
     if cfg.device == "cuda" and not cuda:
         raise ValueError(
             "TrainConfig.device='cuda' but no CUDA device is available; use device='auto' or 'cpu'"
         )
-    device = torch.device("cuda" if (cfg.device == "cuda" or (cfg.device == "auto" and cuda)) else "cpu")
+    use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and cuda)
+    device = dist.device(use_cuda) if dist is not None else torch.device("cuda" if use_cuda else "cpu")
     if cfg.precision == "bf16" or (cfg.precision == "auto" and device.type == "cuda"):
         return device, torch.bfloat16
     return device, None
@@ -92,11 +93,20 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, policy=None, initial_eval: dict | None = None):
         """``policy`` replaces the one ``cfg`` names; ``initial_eval`` is logged as iteration 0 instead
         of evaluating (a benchmark that starts many runs from one policy evaluates it once)."""
+        from rspo.distributed import Dist
+
         self.cfg = cfg
         self.initial_eval = initial_eval
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        self.device, self.autocast_dtype = resolve_device(cfg)
+        self.dist = Dist()
+        if cfg.tasks_per_iter % self.dist.world:
+            raise ValueError(
+                f"TrainConfig.tasks_per_iter={cfg.tasks_per_iter} must be a multiple of the "
+                f"{self.dist.world} processes (each rolls out an equal share of the tasks)"
+            )
+        self.local_tasks = cfg.tasks_per_iter // self.dist.world
+        self.device, self.autocast_dtype = resolve_device(cfg, self.dist)
         self.run_dir = cfg.run_dir
         torch.manual_seed(_derive(cfg.seed, 0))
         self.policy = policy if policy is not None else load_policy(cfg, self.device)
@@ -104,7 +114,7 @@ class Trainer:
         self.params = [p for p in self.policy.trainable_parameters()]
         self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         env_options = dict(misalignment=cfg.misalignment, max_steps=cfg.max_steps or None)
-        n = cfg.tasks_per_iter * cfg.group_size
+        n = self.local_tasks * cfg.group_size
         self.envs = make_envs(cfg.env, "train", n, **env_options)
         self.train_tasks = self.envs[0].task_ids
         self.eval_envs: dict[str, list] = {}
@@ -131,12 +141,14 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def sample_tasks(self, iteration: int, round_: int = 0) -> list[str]:
+        """This process's share of the iteration's ``tasks_per_iter`` tasks (all of them in one process)."""
         rng = random.Random(_derive(self.cfg.seed, 1, iteration, round_))
-        return rng.sample(self.train_tasks, self.cfg.tasks_per_iter)
+        return self.dist.share(rng.sample(self.train_tasks, self.cfg.tasks_per_iter))
 
     def rollout(self, iteration: int, round_: int = 0, policy=None, stream: int = 2) -> list[Episode]:
         cfg = self.cfg
-        generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, stream, iteration, round_))
+        parts = (stream, iteration, round_) + ((self.dist.rank,) if self.dist.active else ())
+        generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, *parts))
         with self.autocast():
             return collect(
                 policy or self.policy,
@@ -165,13 +177,13 @@ class Trainer:
         if cfg.no_signal == "resample" and batch.no_signal_groups:
             keep = [ep for ep in episodes if ep.group not in batch.no_signal_group_ids]
             for round_ in range(1, cfg.resample_tries + 1):
-                missing = cfg.tasks_per_iter - len({ep.group for ep in keep})
+                missing = self.local_tasks - len({ep.group for ep in keep})
                 if missing <= 0:
                     break
                 fresh = self.rollout(iteration, round_)
                 fresh_batch = self.batch(fresh, reward)
                 good = sorted({ep.group for ep in fresh} - fresh_batch.no_signal_group_ids)[:missing]
-                offset = round_ * cfg.tasks_per_iter
+                offset = round_ * self.local_tasks
                 for ep in fresh:
                     if ep.group in good:
                         ep.group += offset
@@ -181,7 +193,7 @@ class Trainer:
                 episodes = keep
                 batch = self.batch(episodes, reward)
             extra["rollout/resampled_groups"] = len(
-                {ep.group for ep in episodes if ep.group >= cfg.tasks_per_iter}
+                {ep.group for ep in episodes if ep.group >= self.local_tasks}
             )
         extra["time/rollout"] = time.perf_counter() - t0
         return episodes, batch, extra
@@ -189,7 +201,7 @@ class Trainer:
     def update(self, batch: TurnBatch, iteration: int) -> dict:
         t0 = time.perf_counter()
         stats = ppo_update(
-            self.policy, self.optimizer, self.params, batch, self.cfg, iteration, self.autocast
+            self.policy, self.optimizer, self.params, batch, self.cfg, iteration, self.autocast, self.dist
         )
         stats["time/update"] = time.perf_counter() - t0
         return stats
@@ -246,6 +258,7 @@ class Trainer:
             cfg,
             it,
             self.autocast,
+            self.dist,
         )
         out["explorer/return"] = explorer_batch.metrics()["reward/return"]
         out["explorer/loss_policy"], out["explorer/kl"] = ex["loss/policy"], ex["loss/kl"]
@@ -292,7 +305,7 @@ class Trainer:
                 n = len(probe) if cfg.eval_tasks == 0 else min(cfg.eval_tasks, len(probe))
                 self.eval_envs[split] = make_envs(cfg.env, split, n, **self.env_options)
             envs = self.eval_envs[split]
-            tasks = envs[0].task_ids[: len(envs)]
+            tasks = self.dist.share(envs[0].task_ids[: len(envs)])
             with self.autocast():
                 episodes = collect(
                     self.policy,
@@ -303,11 +316,13 @@ class Trainer:
                     show_admissible=self.show_admissible,
                     greedy=True,
                 )
-            s = sum(ep.won for ep in episodes) / len(episodes)
-            sc = 100.0 * sum(ep.score for ep in episodes) / len(episodes)
+            mine = [(ep.won, ep.score, len(ep)) for ep in episodes]
+            results = [r for part in self.dist.gather(mine) for r in part]
+            s = sum(r[0] for r in results) / len(results)
+            sc = 100.0 * sum(r[1] for r in results) / len(results)
             out[f"eval/{split}/success"], out[f"eval/{split}/score"] = s, sc
-            out[f"eval/{split}/episode_len"] = sum(len(ep) for ep in episodes) / len(episodes)
-            succ.append(s), score.append(sc), weights.append(len(episodes))
+            out[f"eval/{split}/episode_len"] = sum(r[2] for r in results) / len(results)
+            succ.append(s), score.append(sc), weights.append(len(results))
         total = sum(weights)
         out["eval/success"] = sum(s * w for s, w in zip(succ, weights, strict=True)) / total
         out["eval/score"] = sum(s * w for s, w in zip(score, weights, strict=True)) / total
@@ -315,10 +330,10 @@ class Trainer:
         return out
 
     # --- checkpoints ----------------------------------------------------------------------------
-    def save_checkpoint(self) -> None:
+    def save_checkpoint(self, extra: dict | None = None) -> None:
         from rspo.checkpoint import save_checkpoint
 
-        save_checkpoint(self)
+        save_checkpoint(self, extra)
 
     def load_checkpoint(self) -> bool:
         from rspo.checkpoint import load_checkpoint
@@ -331,13 +346,19 @@ class Trainer:
         from rspo.checkpoint import prepare_run_dir
 
         cfg = self.cfg
-        prepare_run_dir(self)
+        main = self.dist.main
+        if main:
+            prepare_run_dir(self)
+        self.dist.barrier()
+        if not main and cfg.resume:
+            self.load_checkpoint()
         start = time.perf_counter()
         if self.iteration == 0 and cfg.eval_every:
             first = self.initial_eval if self.initial_eval is not None else self.evaluate()
-            self.log.write({"iteration": 0, "rollout/env_steps": 0, **first})
+            if main:
+                self.log.write({"iteration": 0, "rollout/env_steps": 0, **first})
         bar = None
-        if cfg.progress:
+        if cfg.progress and main:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.iterations, initial=self.iteration, desc=cfg.name, unit="it")
@@ -352,9 +373,12 @@ class Trainer:
                 row.update(self.evaluate())
             row["time/iteration"] = time.perf_counter() - t_iter
             row["time/total"] = time.perf_counter() - start
-            self.log.write(row)
+            if main:
+                self.log.write(row)
             if cfg.checkpoint_every and (self.iteration % cfg.checkpoint_every == 0 or last):
-                self.save_checkpoint()
+                steps_by_rank = self.dist.gather(self.env_steps)
+                if main:
+                    self.save_checkpoint(extra={"env_steps_by_rank": steps_by_rank})
             if bar is not None:
                 bar.update(1)
                 post = {"success": f"{row['rollout/success']:.2f}", "return": f"{row['reward/return']:.2f}"}
@@ -365,7 +389,8 @@ class Trainer:
                 bar.set_postfix(post)
         if bar is not None:
             bar.close()
-        return self.log.read()
+        self.dist.barrier()
+        return self.log.read() if main else []
 
     def train_step(self, it: int) -> dict:
         """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""
@@ -375,7 +400,7 @@ class Trainer:
             batch, swap_stats = self.swap_step(it, episodes, batch)
             extra.update(swap_stats)
         stats = self.update(batch, it)
-        return {
+        row = {
             "iteration": it + 1,
             **episode_metrics(episodes),
             "rollout/env_steps": self.env_steps,
@@ -386,3 +411,8 @@ class Trainer:
             **extra,
             **stats,
         }
+        if not self.dist.active:
+            return row
+        from rspo.distributed import merge_metrics
+
+        return merge_metrics(self.dist.gather(row))

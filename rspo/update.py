@@ -201,12 +201,16 @@ def _pad(rows: list[list[float]], width: int) -> torch.Tensor:
     return out
 
 
-def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int, autocast) -> dict:
+def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int, autocast, dist=None) -> dict:
     """PPO-clip epochs over the batch's turns; one optimizer step per ``cfg.minibatch_turns`` turns.
 
     Per turn: ``loss = ppo_clip + kl_coef * KL(pi || ref) - entropy_coef * H (+ value_coef * 0.5 (V - G)^2)``,
-    weighted by ``batch.weights`` (each minibatch's loss is its weighted mean).
+    weighted by ``batch.weights``; a minibatch's loss estimates the whole batch's (weights times
+    turns / minibatch turns). With ``dist`` (:class:`rspo.distributed.Dist`, several processes)
+    gradients are averaged across processes before each step, and every process takes as many steps
+    as the one with the most turns (zero gradients where it has none), so the weights stay equal.
     """
+    distributed = dist is not None and dist.active
     index = [i for i in range(len(batch.turns)) if batch.weights[i] > 0]
     stats = {
         k: 0.0
@@ -221,7 +225,7 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
             "loss/ratio_max",
         )
     }
-    if not index:
+    if not index and not distributed:
         stats["loss/steps"] = 0
         return stats
     mb = cfg.micro_batch
@@ -236,8 +240,18 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
     for _ in range(cfg.ppo_epochs):
         order = index[:]
         rng.shuffle(order)
-        for s in range(0, len(order), cfg.minibatch_turns):
+        n_minibatches = -(-len(order) // cfg.minibatch_turns)
+        if distributed:
+            n_minibatches = dist.max_int(n_minibatches)
+        for s in range(0, n_minibatches * cfg.minibatch_turns, cfg.minibatch_turns):
             minibatch = order[s : s + cfg.minibatch_turns]
+            if not minibatch:  # distributed: this process has no turns left; it still steps with the others
+                optimizer.zero_grad(set_to_none=True)
+                dist.average_grads(params)
+                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                optimizer.step()
+                steps += 1
+                continue
             scale = len(order) / len(minibatch)  # the minibatch loss estimates the whole batch's
             wsum = float(batch.weights[minibatch].sum())
             optimizer.zero_grad(set_to_none=True)
@@ -275,6 +289,8 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
                     stats["loss/approx_kl"] += float((w * (0.5 * log_ratio**2).sum(-1)).sum())
                     stats["loss/ratio_max"] = max(stats["loss/ratio_max"], float(torch.exp(log_ratio).max()))
             total_w += wsum
+            if distributed:
+                dist.average_grads(params)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             stats["loss/grad_norm"] += float(grad_norm)
             optimizer.step()

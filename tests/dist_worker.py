@@ -1,0 +1,63 @@
+"""Run by tests/test_distributed.py under ``torchrun --nproc_per_node 2``: two CPU processes train one
+policy; rank 0 writes what the test checks to ``<out>/result.json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+import rspo.rewards
+from rspo.config import TrainConfig
+from rspo.policies.tiny import untrained_tiny_policy
+from rspo.trainer import Trainer
+
+
+def with_successes(real):  # as tests/conftest.py's first_copy_succeeds: a synthetic outcome
+    def mode(episodes, spec):
+        rewards = real(episodes, spec)
+        for ep, r in zip(episodes, rewards, strict=True):
+            if ep.copy == 0:
+                r[-1] += spec.outcome_scale
+        return rewards
+
+    return mode
+
+
+def main(out: str, reward: str) -> None:
+    torch.set_num_threads(1)
+    for name in ("outcome", "dense"):
+        rspo.rewards.REWARD_MODES[name] = with_successes(rspo.rewards.REWARD_MODES[name])
+    cfg = TrainConfig(
+        env="household",
+        reward=reward,
+        iterations=2,
+        tasks_per_iter=4,
+        group_size=2,
+        max_steps=4,
+        temperature=20.0,
+        eval_every=2,
+        eval_tasks=3,
+        checkpoint_every=1,
+        out_dir=out,
+        name="ddp",
+        progress=False,
+        lr=1e-3,
+        micro_batch=8,
+        minibatch_turns=4,
+    )
+    policy = untrained_tiny_policy(0)
+    before = torch.cat([p.detach().flatten() for p in policy.trainable_parameters()])
+    trainer = Trainer(cfg, policy=policy)
+    rows = trainer.run()
+    after = torch.cat([p.detach().flatten() for p in policy.trainable_parameters()])
+    sums = trainer.dist.gather([float(after.double().sum()), float((after - before).abs().sum())])
+    if trainer.dist.main:
+        result = {"world": trainer.dist.world, "rows": rows, "param_sums": sums}
+        Path(out, "result.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
