@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,12 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rspo.config import TrainConfig  # noqa: E402
+from rspo.metrics import MetricsLog  # noqa: E402
 
 # settings per profile, then per environment (on top of TrainConfig's defaults)
 PROFILES = {
     "cpu": {
-        "household": dict(iterations=16, max_steps=30, eval_tasks=64),
-        "shop": dict(iterations=16, eval_tasks=128),
+        "household": dict(iterations=12, max_steps=30, eval_tasks=64),
+        "shop": dict(iterations=24, eval_tasks=128),
         "common": dict(tasks_per_iter=8, group_size=4, no_signal="skip", threads=1),
     },
     "smoke": {
@@ -62,10 +62,9 @@ def config_of(
 
 
 def finished(cfg: TrainConfig) -> bool:
-    from rspo.metrics import MetricsLog
+    from rspo.analysis import load_run
 
-    rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
-    return bool(rows) and rows[-1].get("iteration") == cfg.iterations and "eval/success" in rows[-1]
+    return (cfg.run_dir / "config.json").exists() and load_run(cfg.run_dir).finished
 
 
 def initial_eval(cfg: TrainConfig, out: Path) -> dict:
@@ -94,82 +93,15 @@ def run_one(cfg: TrainConfig, out: Path) -> None:
     Trainer(cfg, initial_eval=first).run()
 
 
-def summarise(cfg: TrainConfig) -> dict | None:
-    from rspo.metrics import MetricsLog
-
-    rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
-    if not rows or not finished(cfg):
-        return None
-    first, last = rows[0], rows[-1]
-    wall = first.get("time/eval", 0.0) + sum(r.get("time/iteration", 0.0) for r in rows[1:])
-    return {
-        "initial": 100 * first["eval/success"],
-        "final": 100 * last["eval/success"],
-        "initial_score": first["eval/score"],
-        "final_score": last["eval/score"],
-        "env_steps": last["rollout/env_steps"],
-        "minutes": wall / 60,
-    }
-
-
-def _ms(xs: list[float]) -> str:
-    if len(xs) == 1:
-        return f"{xs[0]:.1f}"
-    return f"{statistics.mean(xs):.1f} ± {statistics.stdev(xs):.1f}"
-
-
 def table(configs: list[TrainConfig], markdown: bool) -> str:
-    groups: dict[tuple, list[dict]] = {}
-    for cfg in configs:
-        s = summarise(cfg)
-        if s is not None:
-            groups.setdefault((cfg.env, cfg.algo, cfg.reward), []).append(s)
-    head = [
-        "env",
-        "algo",
-        "reward",
-        "seeds",
-        "initial %",
-        "final %",
-        "change",
-        "beats spread",
-        "score (shop)",
-        "env steps",
-        "minutes/run",
-    ]
-    lines = []
-    for (env, algo, reward), runs in groups.items():
-        init, final = [r["initial"] for r in runs], [r["final"] for r in runs]
-        change = statistics.mean(final) - statistics.mean(init)
-        beats = "-" if len(runs) < 2 else ("yes" if change > statistics.stdev(final) else "no")
-        score = (
-            f"{_ms([r['initial_score'] for r in runs])} -> {_ms([r['final_score'] for r in runs])}"
-            if env == "shop"
-            else ""
-        )
-        lines.append(
-            [
-                env,
-                algo,
-                reward,
-                str(len(runs)),
-                _ms(init),
-                _ms(final),
-                f"{change:+.1f}",
-                beats,
-                score,
-                f"{statistics.mean(r['env_steps'] for r in runs):,.0f}",
-                f"{statistics.mean(r['minutes'] for r in runs):.1f}",
-            ]
-        )
-    if not lines:
+    """The table of the finished runs among ``configs`` (aggregated over seeds by :mod:`rspo.analysis`)."""
+    from rspo.analysis import aggregate, load_run, results_table, summarise, to_markdown, to_text
+
+    runs = [load_run(c.run_dir) for c in configs if finished(c)]
+    if not runs:
         return "(no finished runs yet)"
-    if markdown:
-        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        return "\n".join(out + ["| " + " | ".join(row) + " |" for row in lines])
-    widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head)] + [fmt.format(*r) for r in lines])
+    head, lines = results_table(aggregate(summarise(runs)))
+    return to_markdown(head, lines) if markdown else to_text(head, lines)
 
 
 def main() -> None:
@@ -206,10 +138,10 @@ def main() -> None:
             t0 = time.perf_counter()
             print(f"[{k}/{len(todo)}] {cfg.name} ...", flush=True)
             run_one(cfg, out)
-            s = summarise(cfg)
+            rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
             print(
-                f"[{k}/{len(todo)}] {cfg.name}: success {s['initial']:.1f}% -> {s['final']:.1f}% "
-                f"in {time.perf_counter() - t0:.0f} s",
+                f"[{k}/{len(todo)}] {cfg.name}: success {100 * rows[0]['eval/success']:.1f}% -> "
+                f"{100 * rows[-1]['eval/success']:.1f}% in {time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
     print(table(configs, args.markdown))

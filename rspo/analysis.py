@@ -1,0 +1,155 @@
+"""Load training runs, summarise each, aggregate across seeds: the results table (DESIGN 9).
+
+A run is a folder ``runs/<name>/`` with ``config.json`` and ``metrics.jsonl`` (:mod:`rspo.trainer`).
+:func:`load_runs` reads every run under a folder; :func:`summarise` gives one row per run (initial
+and final greedy evaluation, environment steps, wall minutes); :func:`aggregate` groups rows that
+differ only in the seed and reports mean, standard deviation and a 95% confidence interval;
+:func:`to_markdown` prints any of these tables. Used by ``benchmarks/bench_learning.py`` and the
+notebooks.
+
+Usage::
+
+    from rspo.analysis import aggregate, load_runs, summarise, to_markdown
+    table = aggregate(summarise(load_runs("runs/bench-learning/cpu")))
+    print(to_markdown(table))
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from rspo.config import TrainConfig
+from rspo.metrics import MetricsLog
+
+KEYS = ("env", "algo", "reward")
+# two-sided 95% Student t quantiles by degrees of freedom (n - 1); normal beyond the table
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+@dataclass
+class Run:
+    """One training run: its config and its metrics rows (``rows[0]`` is the initial evaluation)."""
+
+    path: Path
+    config: TrainConfig
+    rows: list[dict]
+
+    @property
+    def finished(self) -> bool:
+        last = self.rows[-1] if self.rows else {}
+        return last.get("iteration") == self.config.iterations and "eval/success" in last
+
+    def curve(self, key: str = "eval/success") -> list[tuple[int, int, float]]:
+        """``(iteration, env_steps, value)`` of every row that has ``key``."""
+        return [(r["iteration"], r.get("rollout/env_steps", 0), r[key]) for r in self.rows if key in r]
+
+
+def load_run(path: str | Path) -> Run:
+    path = Path(path)
+    config = TrainConfig.load(path / "config.json")
+    return Run(path, config, MetricsLog(path / "metrics.jsonl").read())
+
+
+def load_runs(root: str | Path, finished_only: bool = True) -> list[Run]:
+    """Every run in the folders under ``root`` (only finished ones unless told otherwise)."""
+    runs = [load_run(p.parent) for p in sorted(Path(root).glob("*/config.json"))]
+    return [r for r in runs if r.finished or not finished_only]
+
+
+def summarise(runs: list[Run]) -> list[dict]:
+    """One row per run: env, algo, reward, seed, initial/final success (%) and score, steps, minutes."""
+    out = []
+    for run in runs:
+        if not run.rows or "eval/success" not in run.rows[0]:
+            continue
+        first, last = run.rows[0], run.rows[-1]
+        wall = first.get("time/eval", 0.0) + sum(r.get("time/iteration", 0.0) for r in run.rows[1:])
+        cfg = run.config
+        row = {k: getattr(cfg, k) for k in KEYS}
+        if cfg.reward == "rspo" and cfg.swap_variant != "offpolicy":
+            row["reward"] = f"rspo-{cfg.swap_variant}"
+        row.update(
+            seed=cfg.seed,
+            initial=100 * first["eval/success"],
+            final=100 * last.get("eval/success", math.nan),
+            initial_score=first.get("eval/score", math.nan),
+            final_score=last.get("eval/score", math.nan),
+            env_steps=last.get("rollout/env_steps", 0),
+            iterations=last.get("iteration", 0),
+            minutes=wall / 60,
+        )
+        out.append(row)
+    return out
+
+
+def mean_std_ci(xs: list[float]) -> tuple[float, float, float]:
+    """Mean, sample standard deviation and the half-width of a 95% t confidence interval (0 for n = 1)."""
+    n = len(xs)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    mean = statistics.fmean(xs)
+    if n == 1:
+        return mean, 0.0, 0.0
+    std = statistics.stdev(xs)
+    return mean, std, _T95.get(n - 1, 1.96) * std / math.sqrt(n)
+
+
+def aggregate(rows: list[dict], keys: tuple[str, ...] = KEYS) -> list[dict]:
+    """Rows that share ``keys`` (all but the seed) merged: mean, std and 95% CI of every measure."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[k] for k in keys), []).append(row)
+    out = []
+    for key, members in groups.items():
+        agg = dict(zip(keys, key, strict=True))
+        agg["seeds"] = len(members)
+        for measure in ("initial", "final", "initial_score", "final_score", "env_steps", "minutes"):
+            mean, std, ci = mean_std_ci([m[measure] for m in members])
+            agg[measure], agg[f"{measure}_std"], agg[f"{measure}_ci"] = mean, std, ci
+        agg["change"] = agg["final"] - agg["initial"]
+        # improves beyond seed noise: the mean gain exceeds the spread of the final success over seeds
+        agg["beats_spread"] = None if len(members) < 2 else agg["change"] > agg["final_std"]
+        out.append(agg)
+    return out
+
+
+def _pm(row: dict, measure: str, digits: int = 1) -> str:
+    if row["seeds"] < 2:
+        return f"{row[measure]:.{digits}f}"
+    return f"{row[measure]:.{digits}f} ± {row[f'{measure}_std']:.{digits}f}"
+
+
+def results_table(agg: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Header and text rows of the learning table (what ``bench_learning.py`` prints)."""
+    head = ["env", "algo", "reward", "seeds", "initial %", "final %", "change", "beats spread"]
+    head += ["score (shop)", "env steps", "minutes/run"]
+    lines = []
+    for row in agg:
+        beats = {None: "-", True: "yes", False: "no"}[row["beats_spread"]]
+        score = f"{_pm(row, 'initial_score')} -> {_pm(row, 'final_score')}" if row["env"] == "shop" else ""
+        lines.append(
+            [
+                row["env"],
+                row["algo"],
+                row["reward"],
+                str(row["seeds"]),
+                _pm(row, "initial"),
+                _pm(row, "final"),
+            ]
+            + [f"{row['change']:+.1f}", beats, score, f"{row['env_steps']:,.0f}", f"{row['minutes']:.1f}"]
+        )
+    return head, lines
+
+
+def to_markdown(head: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(out + ["| " + " | ".join(row) + " |" for row in lines])
+
+
+def to_text(head: list[str], lines: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*r) for r in lines])

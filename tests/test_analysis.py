@@ -1,0 +1,63 @@
+"""Run loading, per-run summaries and the seed aggregation behind the results table."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rspo.analysis import aggregate, load_runs, mean_std_ci, results_table, summarise, to_markdown
+from rspo.config import TrainConfig
+
+
+def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True):
+    cfg = TrainConfig(
+        env="shop", algo="grpo", reward=reward, seed=seed, iterations=iterations, out_dir=str(root)
+    )
+    cfg.run_dir.mkdir(parents=True)
+    cfg.save(cfg.run_dir / "config.json")
+    rows = [{"iteration": 0, "eval/success": 0.2, "eval/score": 40.0, "time/eval": 6.0}]
+    rows.append({"iteration": 1, "rollout/env_steps": 100, "time/iteration": 30.0})
+    if finished:
+        rows.append(
+            {
+                "iteration": 2,
+                "rollout/env_steps": 200,
+                "eval/success": final,
+                "eval/score": 50.0,
+                "time/iteration": 24.0,
+            }
+        )
+    (cfg.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_mean_std_ci_by_hand():
+    mean, std, ci = mean_std_ci([1.0, 2.0, 3.0])
+    assert (mean, std) == (2.0, 1.0)
+    assert ci == pytest.approx(4.303 / math.sqrt(3))
+    assert mean_std_ci([5.0]) == (5.0, 0.0, 0.0)
+
+
+def test_runs_are_summarised_and_aggregated_over_seeds(tmp_path):
+    fake_run(tmp_path, 0, 0.30)
+    fake_run(tmp_path, 1, 0.40)
+    fake_run(tmp_path, 2, 0.50)
+    fake_run(tmp_path, 3, 0.90, finished=False)  # killed: left out
+    fake_run(tmp_path, 0, 0.10, reward="dense")
+    runs = load_runs(tmp_path)
+    assert len(runs) == 4 and len(load_runs(tmp_path, finished_only=False)) == 5
+    rows = summarise(runs)
+    first = next(r for r in rows if r["seed"] == 0 and r["reward"] == "outcome")
+    assert first["initial"] == pytest.approx(20.0) and first["final"] == pytest.approx(30.0)
+    assert first["minutes"] == pytest.approx(1.0) and first["env_steps"] == 200
+    agg = {r["reward"]: r for r in aggregate(rows)}
+    out = agg["outcome"]
+    assert (
+        out["seeds"] == 3 and out["final"] == pytest.approx(40.0) and out["final_std"] == pytest.approx(10.0)
+    )
+    assert out["change"] == pytest.approx(20.0) and out["beats_spread"] is True
+    assert agg["dense"]["beats_spread"] is None  # one seed: no spread to beat
+    head, lines = results_table(list(agg.values()))
+    md = to_markdown(head, lines)
+    assert "| shop | grpo | outcome | 3 | 20.0 ± 0.0 | 40.0 ± 10.0 | +20.0 | yes |" in md
