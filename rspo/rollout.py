@@ -118,7 +118,9 @@ def collect(
     """Run ``len(task_ids) x group_size`` episodes in lockstep; return them ordered by (group, copy).
 
     Args:
-        policy: a :class:`rspo.policies.base.Policy` (``act`` is called once per turn on all live envs).
+        policy: a :class:`rspo.policies.base.Policy` (``act`` is called once per turn on all live envs;
+            a policy with ``needs_envs = True``, like :class:`rspo.policies.scripted.EpsilonExpert`,
+            also gets ``envs=`` the live environments).
         envs: at least ``len(task_ids) * group_size`` environments (reused across calls).
         task_ids: the B tasks; copy c of task b runs in ``envs[b * group_size + c]``.
         group_size: G copies per task.
@@ -145,8 +147,9 @@ def collect(
     while live:
         prompts = [views[i].prompt() for i in live]
         candidates = [list(views[i].info["admissible_actions"]) for i in live]
+        scripted = {"envs": [envs[i] for i in live]} if getattr(policy, "needs_envs", False) else {}
         samples: list[ActionSample] = policy.act(
-            prompts, candidates, greedy=greedy, temperature=temperature, generator=generator
+            prompts, candidates, greedy=greedy, temperature=temperature, generator=generator, **scripted
         )
         still = []
         for i, prompt, cands, s in zip(live, prompts, candidates, samples, strict=True):

@@ -61,3 +61,14 @@ def test_runs_are_summarised_and_aggregated_over_seeds(tmp_path):
     head, lines = results_table(list(agg.values()))
     md = to_markdown(head, lines)
     assert "| shop | grpo | outcome | 3 | 20.0 ± 0.0 | 40.0 ± 10.0 | +20.0 | yes |" in md
+
+
+def test_learning_curves_band_over_seeds(tmp_path):
+    from rspo.plots import learning_curves
+
+    for seed, final in enumerate([0.3, 0.5]):
+        fake_run(tmp_path, seed, final)
+    fig = learning_curves(load_runs(tmp_path), x="env_steps")
+    band, line = fig.data
+    assert band.fill == "toself" and list(line.x) == [0, 200]
+    assert list(line.y) == pytest.approx([20.0, 40.0])
