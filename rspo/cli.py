@@ -1,4 +1,4 @@
-"""The `rspo` command line: `rspo envs`, `rspo play <env>`, `rspo demo`, `rspo train`."""
+"""The `rspo` command line: `rspo envs`, `rspo play <env>`, `rspo demo`, `rspo train`, `rspo reproduce`."""
 
 from __future__ import annotations
 
@@ -170,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
               rspo play household --split valid_seen --seed 3
               rspo play shop --expert
               rspo demo
-              rspo train --env household --algo gigpo --reward dense --seed 0"""),
+              rspo train --env household --algo gigpo --reward dense --seed 0
+              rspo reproduce --profile quick"""),
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -200,7 +201,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/demo")
     p.set_defaults(func=demo)
+
+    p = sub.add_parser(
+        "reproduce",
+        help="execute the numbered notebooks with papermill and write a report",
+        description="Run notebooks/NN_*.ipynb with a profile's parameters into runs/reproduce-<profile>/ "
+        "and write report.md and report.html there.",
+    )
+    p.add_argument("--profile", default="quick", choices=["quick", "cpu", "gpu"])
+    p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-<profile>)")
+    p.add_argument("--notebooks", nargs="*", default=None, help="only these (stems or NN prefixes)")
+    p.set_defaults(func=reproduce)
     return parser
+
+
+def reproduce(args: argparse.Namespace, write=print) -> int:
+    from rspo import reproduce as job
+
+    return job.main(args, write)
 
 
 def main(argv: list[str] | None = None) -> int:

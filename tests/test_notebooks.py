@@ -30,8 +30,37 @@ def test_notebook_has_a_parameters_cell_and_no_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_headless_with_papermill(path, tmp_path):
+def test_papermill_reads_every_parameter_and_reproduce_sets_the_output_folders(path):
+    """papermill silently skips a parameter line it cannot parse (e.g. '=' or a quote in its comment)."""
     papermill = pytest.importorskip("papermill")
-    papermill.execute_notebook(
-        str(path), str(tmp_path / path.name), cwd=str(ROOT), kernel_name="python3", progress_bar=False
-    )
+    nb = json.loads(path.read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    assigned = [line.split("=")[0].strip() for line in "".join(cell["source"]).splitlines() if "=" in line]
+    assert list(papermill.inspect_notebook(str(path))) == assigned
+    assert {"figures_dir", "runs_dir"} <= set(assigned)
+
+
+def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
+    """The quick profile's main job on the notebooks that exist (each run headless with papermill)."""
+    pytest.importorskip("papermill")
+    from rspo.reproduce import reproduce
+
+    report = reproduce("quick", tmp_path, write=lambda *_: None)
+    text = report.read_text()
+    assert "## Results" in text and "## What is reconstructed" in text and (tmp_path / "report.html").exists()
+    figures = sorted(p.name for p in (tmp_path / "figures").iterdir())
+    assert figures and all(f.split(".")[0] in text for f in figures)  # the report names every figure
+    for nb in NOTEBOOKS:
+        assert (tmp_path / nb.name).exists() and nb.stem in text
+
+
+def test_a_failing_notebook_names_itself_and_its_cell(tmp_path, monkeypatch):
+    pytest.importorskip("papermill")
+    import rspo.reproduce as job
+
+    # an environment that does not exist: the first cell that makes one fails
+    monkeypatch.setitem(job.PROFILES, "quick", {"*": {}, "02_credit_assignment": {"env_name": "nowhere"}})
+    with pytest.raises(
+        job.NotebookFailed, match=r"02_credit_assignment.ipynb failed in code cell \d+ of \d+"
+    ):
+        job.reproduce("quick", tmp_path, ["02"], write=lambda *_: None)

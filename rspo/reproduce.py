@@ -1,0 +1,213 @@
+"""``rspo reproduce --profile {quick,cpu,gpu}``: run the numbered notebooks, write the report (DESIGN 9).
+
+Each notebook of the checkout's ``notebooks/`` folder is executed with papermill, in order, with the
+profile's parameters injected (:data:`PROFILES`; every notebook also gets ``figures_dir`` and
+``runs_dir`` inside the output folder), into ``runs/reproduce-<profile>/``:
+
+- ``NN_topic.ipynb`` executed copies;
+- ``figures/`` what the notebooks saved (PNG where static export works, standalone HTML otherwise);
+- ``runs/`` the training runs the notebooks made (a finished run is reused when the profile is rerun);
+- ``report.md`` and ``report.html``: the results table over those runs, the figures, per-notebook run
+  times, the machine, package versions and the reconstruction note.
+
+A failing notebook stops the job with the notebook's name, the failing cell and the error - not a
+bare traceback; its partly executed copy is kept for inspection.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+
+# per profile: parameters for every notebook ("*") and per notebook stem
+PROFILES: dict[str, dict[str, dict]] = {
+    "quick": {"*": {}},
+    "cpu": {"*": {}, "01_environments_and_rewards": {"episodes_per_env": 200}},
+    "gpu": {"*": {}, "01_environments_and_rewards": {"episodes_per_env": 200}},
+}
+PROFILE_NOTES = {
+    "quick": "the whole story at small scale on a CPU, one seed (CI runs it; about 15 minutes at most)",
+    "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
+    "gpu": "one 24-80 GB GPU with a 0.5-1.5B instruct model",
+}
+RECONSTRUCTION_NOTE = (
+    "RSPO (arXiv 2607.04713) is reconstructed: the paper's equations are not public. The kit's RSPO "
+    "trains an explorer on the dense reward, relabels its episodes with the outcome reward (the swap), "
+    "keeps them in a replay buffer, and adds to the learner's outcome-reward PPO-clip loss a "
+    "truncated-importance-weighted term on those episodes (weight lambda, truncation c). The paper's "
+    "numbers quoted beside ours are the paper's; every number of ours was measured by this kit."
+)
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook raised: names the notebook, the cell and the error."""
+
+
+@dataclass
+class NotebookRun:
+    name: str
+    seconds: float
+    output: Path
+
+
+def notebooks(selected: list[str] | None = None, folder: Path = NOTEBOOKS_DIR) -> list[Path]:
+    """The numbered notebooks in order (``selected``: stems or their ``NN`` prefixes)."""
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"{folder} not found: rspo reproduce runs the notebooks of a checkout of the kit "
+            "(git clone it and pip install -e it)"
+        )
+    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if selected:
+        found = [p for p in found if p.stem in selected or p.stem[:2] in selected]
+        if not found:
+            raise ValueError(f"no notebook matches {selected}")
+    return found
+
+
+def parameters(profile: str, stem: str, out: Path) -> dict:
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
+    p = PROFILES[profile]
+    return {
+        **p.get("*", {}),
+        **p.get(stem, {}),
+        "figures_dir": str(out / "figures"),
+        "runs_dir": str(out / "runs"),
+    }
+
+
+def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
+    """A readable message from papermill's execution error: which cell, what error."""
+    import nbformat
+
+    where = ""
+    try:
+        nb = nbformat.read(output, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        for i, cell in enumerate(code, 1):
+            if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+                first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+                where = f" in code cell {i} of {len(code)} ({first[:80]!r})"
+                break
+    except Exception:  # the copy may not exist if the kernel never started
+        pass
+    ename, evalue = getattr(err, "ename", type(err).__name__), getattr(err, "evalue", str(err))
+    return NotebookFailed(f"notebook {path.name} failed{where}: {ename}: {evalue} (executed copy: {output})")
+
+
+def run_notebooks(
+    profile: str, out: Path, selected: list[str] | None = None, write=print
+) -> list[NotebookRun]:
+    import papermill
+
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    paths = notebooks(selected)
+    for k, path in enumerate(paths, 1):
+        output = out / path.name
+        write(f"[{k}/{len(paths)}] {path.name} ...")
+        t0 = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(path),
+                str(output),
+                parameters=parameters(profile, path.stem, out),
+                cwd=str(ROOT),
+                kernel_name="python3",
+                progress_bar=False,
+            )
+        except papermill.PapermillExecutionError as err:
+            raise _failure(path, output, err) from None
+        seconds = time.perf_counter() - t0
+        write(f"[{k}/{len(paths)}] {path.name} done in {seconds:.0f} s")
+        done.append(NotebookRun(path.stem, seconds, output))
+    return done
+
+
+def _versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for pkg in ("torch", "transformers", "trl", "peft", "accelerate", "papermill", "plotly"):
+        try:
+            out.append(f"{pkg} {version(pkg)}")
+        except PackageNotFoundError:
+            out.append(f"{pkg} (not installed)")
+    return ", ".join(out)
+
+
+def write_report(profile: str, out: Path, runs: list[NotebookRun]) -> Path:
+    """``report.md`` and ``report.html`` in ``out``."""
+    import os
+
+    from rspo.analysis import aggregate, load_runs, results_table, summarise, to_markdown
+
+    lines = [f"# rspo kit — reproduction report (`{profile}` profile)", ""]
+    lines += [f"Profile: {PROFILE_NOTES.get(profile, profile)}.", ""]
+    lines += ["## Results", ""]
+    trained = load_runs(out / "runs") if (out / "runs").is_dir() else []
+    if trained:
+        head, rows = results_table(aggregate(summarise(trained)))
+        lines += [to_markdown(head, rows), ""]
+        lines += ["Success in % (greedy evaluation), mean ± std over seeds; change = final − initial.", ""]
+    else:
+        lines += ["(no training runs in this profile's notebooks yet)", ""]
+    lines += ["## Figures", ""]
+    figures = sorted((out / "figures").glob("*")) if (out / "figures").is_dir() else []
+    for fig in figures:
+        rel = fig.relative_to(out)
+        lines.append(
+            f"![{fig.stem}]({rel})" if fig.suffix == ".png" else f"- [{fig.stem}]({rel}) (interactive HTML)"
+        )
+    if not figures:
+        lines.append("(no figures)")
+    lines += ["", "## Notebooks", "", "| notebook | seconds |", "|---|---|"]
+    lines += [f"| [{r.name}]({r.output.name}) | {r.seconds:.0f} |" for r in runs]
+    lines += ["", "## Machine", ""]
+    lines += [f"- {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs"]
+    lines += [f"- {_versions()}", ""]
+    lines += ["## What is reconstructed", "", RECONSTRUCTION_NOTE, ""]
+    md = "\n".join(lines)
+    (out / "report.md").write_text(md)
+    (out / "report.html").write_text(_html(md, f"rspo reproduce {profile}"))
+    return out / "report.md"
+
+
+def _html(markdown_text: str, title: str) -> str:
+    try:
+        import mistune
+
+        body = mistune.html(markdown_text)
+    except Exception:  # mistune ships with nbconvert; fall back to preformatted text
+        import html
+
+        body = f"<pre>{html.escape(markdown_text)}</pre>"
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>{body}</body></html>\n"
+
+
+def reproduce(
+    profile: str = "quick", out: str | Path | None = None, selected: list[str] | None = None, write=print
+) -> Path:
+    """Run the notebooks of ``profile`` and write the report; returns the path of ``report.md``."""
+    out = Path(out) if out else ROOT / "runs" / f"reproduce-{profile}"
+    t0 = time.perf_counter()
+    runs = run_notebooks(profile, out, selected, write)
+    report = write_report(profile, out, runs)
+    write(f"report: {report} ({time.perf_counter() - t0:.0f} s in all)")
+    return report
+
+
+def main(args, write=print) -> int:
+    try:
+        reproduce(args.profile, args.out, args.notebooks, write)
+    except NotebookFailed as err:
+        print(f"rspo reproduce: {err}", file=sys.stderr)
+        return 1
+    return 0
