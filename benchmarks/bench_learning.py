@@ -85,12 +85,10 @@ def initial_eval(cfg: TrainConfig, out: Path) -> dict:
 
 
 def run_one(cfg: TrainConfig, out: Path) -> None:
-    from rspo.trainer import Trainer
+    from rspo.analysis import ensure_run
 
-    resume = (cfg.run_dir / "config.json").exists()
-    cfg = TrainConfig(**{**cfg.to_dict(), "resume": resume})
-    first = None if resume else initial_eval(cfg, out)
-    Trainer(cfg, initial_eval=first).run()
+    fresh = not (cfg.run_dir / "config.json").exists()
+    ensure_run(cfg, initial_eval=initial_eval(cfg, out) if fresh else None)
 
 
 def table(configs: list[TrainConfig], markdown: bool) -> str:

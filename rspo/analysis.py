@@ -59,6 +59,26 @@ def load_runs(root: str | Path, finished_only: bool = True) -> list[Run]:
     return [r for r in runs if r.finished or not finished_only]
 
 
+def ensure_run(cfg: TrainConfig, initial_eval: dict | None = None, policy=None) -> Run:
+    """The run ``cfg`` names, finished: loaded if it already is, resumed if it was cut short, else
+    trained (``initial_eval``: see :class:`rspo.trainer.Trainer`). Notebooks and benchmarks call this,
+    so rerunning them reuses finished runs."""
+    from dataclasses import replace
+
+    from rspo.checkpoint import check_same_run
+    from rspo.trainer import Trainer
+
+    if (cfg.run_dir / "config.json").exists():
+        run = load_run(cfg.run_dir)
+        check_same_run(run.config, cfg, cfg.run_dir)
+        if run.finished and run.config.iterations == cfg.iterations:
+            return run
+        cfg = replace(cfg, resume=True)
+        initial_eval = None
+    Trainer(cfg, policy=policy, initial_eval=initial_eval).run()
+    return load_run(cfg.run_dir)
+
+
 def summarise(runs: list[Run]) -> list[dict]:
     """One row per run: env, algo, reward, seed, initial/final success (%) and score, steps, minutes."""
     out = []

@@ -89,6 +89,15 @@ def load_checkpoint(trainer) -> bool:
     return True
 
 
+def check_same_run(old: TrainConfig, new: TrainConfig, run_dir: Path) -> None:
+    """Raise if ``new`` differs from the saved ``old`` in anything that changes the result."""
+    old_d, new_d = old.to_dict(), new.to_dict()
+    diff = sorted(k for k in new_d if k not in MAY_DIFFER and old_d.get(k) != new_d[k])
+    if diff:
+        shown = ", ".join(f"{k}: {old_d.get(k)!r} -> {new_d[k]!r}" for k in diff)
+        raise ValueError(f"cannot resume {run_dir}: config differs in {shown}")
+
+
 def prepare_run_dir(trainer) -> None:
     """Create ``runs/<name>/`` (refusing to overwrite a previous run) or resume it."""
     cfg: TrainConfig = trainer.cfg
@@ -96,12 +105,7 @@ def prepare_run_dir(trainer) -> None:
     saved = run_dir / "config.json"
     if cfg.resume:
         if saved.exists():
-            old = TrainConfig.load(saved).to_dict()
-            new = cfg.to_dict()
-            diff = sorted(k for k in new if k not in MAY_DIFFER and old.get(k) != new[k])
-            if diff:
-                shown = ", ".join(f"{k}: {old.get(k)!r} -> {new[k]!r}" for k in diff)
-                raise ValueError(f"cannot resume {run_dir}: config differs in {shown}")
+            check_same_run(TrainConfig.load(saved), cfg, run_dir)
         if trainer.load_checkpoint():
             trainer.log.truncate(trainer.iteration)
         else:  # killed before its first checkpoint: start again

@@ -72,3 +72,26 @@ def test_learning_curves_band_over_seeds(tmp_path):
     band, line = fig.data
     assert band.fill == "toself" and list(line.x) == [0, 200]
     assert list(line.y) == pytest.approx([20.0, 40.0])
+
+
+def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, one_thread):
+    from rspo.analysis import ensure_run
+    from rspo.policies.tiny import untrained_tiny_policy
+
+    cfg = TrainConfig(
+        env="shop",
+        iterations=1,
+        tasks_per_iter=2,
+        group_size=2,
+        max_steps=3,
+        eval_every=1,
+        eval_tasks=2,
+        out_dir=str(tmp_path),
+        progress=False,
+    )
+    run = ensure_run(cfg, policy=untrained_tiny_policy(0))
+    assert run.finished and [r["iteration"] for r in run.rows] == [0, 1]
+    again = ensure_run(cfg)  # finished: loaded, not retrained (no policy needed)
+    assert again.rows == run.rows
+    with pytest.raises(ValueError, match="config differs in lr"):
+        ensure_run(TrainConfig(**{**cfg.to_dict(), "lr": 0.5}))
