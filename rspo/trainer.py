@@ -41,6 +41,11 @@ def _derive(seed: int, *parts: int) -> int:
     return random.Random(f"{seed}:" + ":".join(map(str, parts))).getrandbits(63)
 
 
+def _success_keys(episodes: list[Episode]) -> set[str]:
+    """One key per successful episode: its task and its action sequence."""
+    return {ep.task_id + "\x1f" + "\x1e".join(t.action for t in ep.turns) for ep in episodes if ep.won}
+
+
 def resolve_device(cfg: TrainConfig, dist=None) -> tuple[torch.device, torch.dtype | None]:
     """The device (this process's GPU under ``accelerate launch``) and the autocast dtype (None = fp32)."""
     cuda = torch.cuda.is_available()
@@ -123,6 +128,9 @@ class Trainer:
         self.iteration = 0
         self.env_steps = 0
         self.log = MetricsLog(self.run_dir / "metrics.jsonl")
+        # distinct successful trajectories found so far (task, actions): behaviour-space coverage
+        self.successes: set[str] = set()
+        self.explorer_successes: set[str] = set()
         self.explorer = self.buffer = None
         if cfg.uses_explorer:
             from rspo.swap import ReplayBuffer
@@ -219,8 +227,10 @@ class Trainer:
         explored = self.rollout(it, policy=self.explorer, stream=5)
         for ep in explored:
             ep.source = "explorer"
+        self.explorer_successes |= _success_keys(explored)
         self.env_steps += sum(len(ep) for ep in explored)
         out = {
+            "explorer/distinct_successes": len(self.explorer_successes),
             "explorer/success": sum(ep.won for ep in explored) / len(explored),
             "explorer/score": sum(ep.score for ep in explored) / len(explored),
             "time/explorer_rollout": time.perf_counter() - t0,
@@ -266,18 +276,22 @@ class Trainer:
         return batch, out
 
     def checkpoint_extra(self) -> dict:
-        """The explorer, its optimizer and the replay buffer (RSPO), saved with the learner."""
+        """The successes found so far; RSPO: the explorer, its optimizer and the replay buffer."""
+        extra = {"successes": sorted(self.successes), "explorer_successes": sorted(self.explorer_successes)}
         if self.explorer is None:
-            return {}
+            return extra
         from rspo.checkpoint import trainable_state
 
         return {
+            **extra,
             "explorer": trainable_state(self.explorer),
             "explorer_optimizer": self.explorer_optimizer.state_dict(),
             "buffer": self.buffer.state(),
         }
 
     def load_checkpoint_extra(self, extra: dict) -> None:
+        self.successes = set(extra.get("successes", []))
+        self.explorer_successes = set(extra.get("explorer_successes", []))
         if self.explorer is None:
             return
         from rspo.checkpoint import load_trainable_state
@@ -395,6 +409,8 @@ class Trainer:
     def train_step(self, it: int) -> dict:
         """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""
         episodes, batch, extra = self.collect_iteration(it)
+        self.successes |= _success_keys(episodes)
+        extra["rollout/distinct_successes"] = len(self.successes)
         learner_metrics = batch.metrics()  # of the learner's own rollouts, before any swap turns join
         if self.explorer is not None:
             batch, swap_stats = self.swap_step(it, episodes, batch)

@@ -191,3 +191,18 @@ def test_lora_path_trains_adapters_only_from_a_local_model(tmp_path):
     ref = trainer.policy.candidate_logprobs([prompt], [cands], reference=True)
     fresh = untrained_tiny_policy(0).candidate_logprobs([prompt], [cands])
     assert torch.allclose(torch.as_tensor(ref[0]), torch.as_tensor(fresh[0]), atol=1e-5)
+
+
+def test_distinct_successes_count_each_task_and_action_sequence_once():
+    from rspo.rollout import Episode, Turn
+    from rspo.trainer import _success_keys
+
+    def ep(task, actions, won):
+        turns = [Turn("p", [a], a, 0, [], [0.0], "s", 0.0, 0.0, True) for a in actions]
+        return Episode("shop", task, 0, 0, turns, won=won)
+
+    keys = _success_keys(
+        [ep("t1", ["a", "b"], True), ep("t1", ["a", "b"], True), ep("t1", ["a", "c"], True)]
+        + [ep("t2", ["a", "b"], True), ep("t2", ["x"], False)]
+    )
+    assert len(keys) == 3
