@@ -4,14 +4,15 @@
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
         [--set key=value ...] [--table-only] [--markdown]
 
-Each run is ``rspo train`` with the profile's settings (``PROFILES``) from the warm-started tiny
+Each run is ``rspo train`` with the profile's settings (``rspo.analysis.TRAIN_PROFILES``, shared with
+the notebooks of ``rspo reproduce``) from the warm-started tiny
 default, greedy evaluation before the first and after the last iteration. Runs go one after another
 in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<algo>-<reward>-s<seed>/``:
 
 - resumable run by run: a finished run (its last metrics row has the final iteration and an eval) is
   not repeated; a killed one resumes from its last checkpoint; so the table can be filled in parts;
 - the initial evaluation is the same for every run of an environment (same policy, greedy, same
-  tasks), so it is computed once and cached in ``<out>/initial-<env>.json``;
+  tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.analysis``);
 - ``--table-only`` prints the table from what is on disk;
 - ``--set lr=1e-3 ...`` overrides TrainConfig fields (a sweep: give each setting its own ``--out``).
 
@@ -23,7 +24,6 @@ with one seed), environment steps and wall minutes per run. Shop also shows the 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -34,31 +34,13 @@ sys.path.insert(0, str(ROOT))
 from rspo.config import TrainConfig  # noqa: E402
 from rspo.metrics import MetricsLog  # noqa: E402
 
-# settings per profile, then per environment (on top of TrainConfig's defaults)
-PROFILES = {
-    "cpu": {
-        "household": dict(iterations=12, max_steps=30, eval_tasks=64),
-        "shop": dict(iterations=24, eval_tasks=128),
-        "common": dict(tasks_per_iter=8, group_size=4, no_signal="skip", threads=1),
-    },
-    "smoke": {
-        "household": dict(iterations=2, max_steps=6, eval_tasks=4),
-        "shop": dict(iterations=2, max_steps=4, eval_tasks=4),
-        "common": dict(tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
-    },
-}
-
 
 def config_of(
     profile: str, env: str, algo: str, reward: str, seed: int, out: Path, overrides: dict | None = None
 ) -> TrainConfig:
-    p = PROFILES[profile]
-    settings = {**p["common"], **p[env], **(overrides or {})}
-    settings["eval_every"] = settings["iterations"]  # before the first and after the last iteration
-    settings["checkpoint_every"] = max(1, settings["iterations"] // 8)
-    return TrainConfig(
-        env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out), progress=False, **settings
-    )
+    from rspo.analysis import run_config
+
+    return run_config(profile, env, algo, reward, seed, out, **(overrides or {}))
 
 
 def finished(cfg: TrainConfig) -> bool:
@@ -67,28 +49,10 @@ def finished(cfg: TrainConfig) -> bool:
     return (cfg.run_dir / "config.json").exists() and load_run(cfg.run_dir).finished
 
 
-def initial_eval(cfg: TrainConfig, out: Path) -> dict:
-    """The warm-started policy's evaluation under ``cfg``'s evaluation settings, computed once."""
-    from rspo.trainer import Trainer
-
-    key = {k: getattr(cfg, k) for k in ("env", "eval_tasks", "max_steps", "history", "show_admissible")}
-    path = out / f"initial-{cfg.env}.json"
-    if path.exists():
-        saved = json.loads(path.read_text())
-        if saved.get("key") == key:
-            return saved["eval"]
-    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
-    result = Trainer(probe).evaluate()
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key, "eval": result}, indent=1) + "\n")
-    return result
-
-
-def run_one(cfg: TrainConfig, out: Path) -> None:
+def run_one(cfg: TrainConfig) -> None:
     from rspo.analysis import ensure_run
 
-    fresh = not (cfg.run_dir / "config.json").exists()
-    ensure_run(cfg, initial_eval=initial_eval(cfg, out) if fresh else None)
+    ensure_run(cfg)
 
 
 def table(configs: list[TrainConfig], markdown: bool) -> str:
@@ -104,7 +68,7 @@ def table(configs: list[TrainConfig], markdown: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
+    parser.add_argument("--profile", default="cpu", choices=["cpu", "quick", "smoke", "gpu"])
     parser.add_argument("--envs", nargs="+", default=["household", "shop"], choices=["household", "shop"])
     parser.add_argument("--algos", nargs="+", default=["grpo", "ppo", "gigpo"])
     parser.add_argument("--rewards", nargs="+", default=["outcome", "dense", "rspo"])
@@ -135,7 +99,7 @@ def main() -> None:
         for k, cfg in enumerate(todo, 1):
             t0 = time.perf_counter()
             print(f"[{k}/{len(todo)}] {cfg.name} ...", flush=True)
-            run_one(cfg, out)
+            run_one(cfg)
             rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
             print(
                 f"[{k}/{len(todo)}] {cfg.name}: success {100 * rows[0]['eval/success']:.1f}% -> "

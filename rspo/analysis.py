@@ -25,6 +25,63 @@ from rspo.config import TrainConfig
 from rspo.metrics import MetricsLog
 
 KEYS = ("env", "algo", "reward")
+
+# training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
+# per profile, settings for every environment ("common") and per environment, on top of TrainConfig's
+TRAIN_PROFILES: dict[str, dict[str, dict]] = {
+    # the whole story at small scale: every notebook of the quick profile in minutes (CI runs it)
+    "quick": {
+        "common": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
+        "household": dict(max_steps=20, eval_tasks=32),
+        "shop": dict(eval_tasks=32),
+    },
+    # the CPU table: at most 15 minutes per run on a 2-core machine
+    "cpu": {
+        "common": dict(tasks_per_iter=8, group_size=4, no_signal="skip", threads=1),
+        "household": dict(iterations=12, max_steps=30, eval_tasks=64),
+        "shop": dict(iterations=24, eval_tasks=128),
+    },
+    # one GPU, a 0.5-1.5B instruct model with LoRA in generate mode (GiGPO's scale, fewer iterations)
+    "gpu": {
+        "common": dict(
+            model="Qwen/Qwen2.5-1.5B-Instruct",
+            lora=True,
+            action_mode="generate",
+            tasks_per_iter=16,
+            group_size=8,
+            iterations=60,
+            lr=1e-5,
+            micro_batch=8,
+            minibatch_turns=128,
+        ),
+        "household": dict(eval_tasks=128),
+        "shop": dict(eval_tasks=128),
+    },
+    # seconds: for testing the scripts that run profiles
+    "smoke": {
+        "common": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
+        "household": dict(max_steps=6, eval_tasks=4),
+        "shop": dict(max_steps=4, eval_tasks=4),
+    },
+}
+
+
+def run_config(
+    profile: str, env: str, algo: str, reward: str, seed: int, out_dir, **overrides
+) -> TrainConfig:
+    """The TrainConfig of one run at a profile's scale; evaluation before the first and after the last
+    iteration; ``overrides`` last (ablations, sweeps)."""
+    if profile not in TRAIN_PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(TRAIN_PROFILES)}")
+    p = TRAIN_PROFILES[profile]
+    settings = {**p["common"], **p.get(env, {}), **overrides}
+    iterations = settings.get("iterations", TrainConfig.iterations)
+    settings.setdefault("eval_every", iterations)
+    settings.setdefault("checkpoint_every", max(1, iterations // 8))
+    settings.setdefault("progress", False)
+    return TrainConfig(env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out_dir), **settings)
+
+
 # two-sided 95% Student t quantiles by degrees of freedom (n - 1); normal beyond the table
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
@@ -59,23 +116,63 @@ def load_runs(root: str | Path, finished_only: bool = True) -> list[Run]:
     return [r for r in runs if r.finished or not finished_only]
 
 
-def ensure_run(cfg: TrainConfig, initial_eval: dict | None = None, policy=None) -> Run:
+EVAL_KEYS = (
+    "env",
+    "model",
+    "gguf_file",
+    "action_mode",
+    "eval_tasks",
+    "max_steps",
+    "history",
+    "show_admissible",
+    "misalignment",
+    "max_prompt_tokens",
+    "max_new_tokens",
+)
+
+
+def initial_eval(cfg: TrainConfig) -> dict:
+    """The starting policy's greedy evaluation under ``cfg``'s evaluation settings, computed once per
+    ``out_dir`` and cached in ``<out_dir>/initial-<env>.json``: every run of a grid starts from the same
+    policy (the warm start; LoRA adapters start as the identity), so they share it."""
+    import json
+
+    from rspo.trainer import Trainer
+
+    key = {k: getattr(cfg, k) for k in EVAL_KEYS}
+    path = Path(cfg.out_dir) / f"initial-{cfg.env}.json"
+    saved = json.loads(path.read_text()) if path.exists() else []
+    saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it
+    for entry in saved:
+        if entry["key"] == key:
+            return entry["eval"]
+    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
+    result = Trainer(probe).evaluate()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved + [{"key": key, "eval": result}], indent=1) + "\n")
+    return result
+
+
+def ensure_run(cfg: TrainConfig, policy=None, share_initial_eval: bool = True) -> Run:
     """The run ``cfg`` names, finished: loaded if it already is, resumed if it was cut short, else
-    trained (``initial_eval``: see :class:`rspo.trainer.Trainer`). Notebooks and benchmarks call this,
-    so rerunning them reuses finished runs."""
+    trained - starting from the shared initial evaluation (:func:`initial_eval`) unless ``policy`` is
+    given or ``share_initial_eval`` is False. Notebooks and benchmarks call this, so rerunning them
+    reuses finished runs."""
     from dataclasses import replace
 
     from rspo.checkpoint import check_same_run
     from rspo.trainer import Trainer
 
+    first = None
     if (cfg.run_dir / "config.json").exists():
         run = load_run(cfg.run_dir)
         check_same_run(run.config, cfg, cfg.run_dir)
         if run.finished and run.config.iterations == cfg.iterations:
             return run
         cfg = replace(cfg, resume=True)
-        initial_eval = None
-    Trainer(cfg, policy=policy, initial_eval=initial_eval).run()
+    elif share_initial_eval and policy is None and cfg.eval_every:
+        first = initial_eval(cfg)
+    Trainer(cfg, policy=policy, initial_eval=first).run()
     return load_run(cfg.run_dir)
 
 

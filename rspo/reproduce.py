@@ -6,7 +6,8 @@ profile's parameters injected (:data:`PROFILES`; every notebook also gets ``figu
 
 - ``NN_topic.ipynb`` executed copies;
 - ``figures/`` what the notebooks saved (PNG where static export works, standalone HTML otherwise);
-- ``runs/`` the training runs the notebooks made (a finished run is reused when the profile is rerun);
+- ``runs/`` the training runs the notebooks made (a finished run is reused when the profile is rerun;
+  the ``cpu`` profile shares ``runs/bench-learning/cpu/`` with ``benchmarks/bench_learning.py``);
 - ``report.md`` and ``report.html``: the results table over those runs, the figures, per-notebook run
   times, the machine, package versions and the reconstruction note.
 
@@ -25,12 +26,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 
-# per profile: parameters for every notebook ("*") and per notebook stem
+# per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
+# parameters its parameters cell declares. "profile" names the training scale (rspo.analysis.TRAIN_PROFILES).
 PROFILES: dict[str, dict[str, dict]] = {
-    "quick": {"*": {}},
-    "cpu": {"*": {}, "01_environments_and_rewards": {"episodes_per_env": 200}},
-    "gpu": {"*": {}, "01_environments_and_rewards": {"episodes_per_env": 200}},
+    "quick": {"*": {"profile": "quick", "envs": ["shop"], "seeds": [0]}},
+    "cpu": {
+        "*": {"profile": "cpu", "envs": ["household", "shop"], "seeds": [0, 1, 2]},
+        "01_environments_and_rewards": {"episodes_per_env": 200},
+    },
+    "gpu": {
+        "*": {"profile": "gpu", "envs": ["household", "shop"], "seeds": [0, 1, 2]},
+        "01_environments_and_rewards": {"episodes_per_env": 200},
+    },
 }
+# where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
+SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 PROFILE_NOTES = {
     "quick": "the whole story at small scale on a CPU, one seed (CI runs it; about 15 minutes at most)",
     "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
@@ -71,16 +81,21 @@ def notebooks(selected: list[str] | None = None, folder: Path = NOTEBOOKS_DIR) -
     return found
 
 
-def parameters(profile: str, stem: str, out: Path) -> dict:
+def runs_dir(profile: str, out: Path) -> Path:
+    return SHARED_RUNS.get(profile, out / "runs")
+
+
+def parameters(profile: str, path: Path, out: Path) -> dict:
+    """The profile's parameters for the notebook at ``path``, limited to those it declares."""
+    import papermill
+
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     p = PROFILES[profile]
-    return {
-        **p.get("*", {}),
-        **p.get(stem, {}),
-        "figures_dir": str(out / "figures"),
-        "runs_dir": str(out / "runs"),
-    }
+    wanted = {**p.get("*", {}), **p.get(path.stem, {})}
+    wanted.update(figures_dir=str(out / "figures"), runs_dir=str(runs_dir(profile, out)))
+    declared = papermill.inspect_notebook(str(path))
+    return {k: v for k, v in wanted.items() if k in declared}
 
 
 def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
@@ -118,7 +133,7 @@ def run_notebooks(
             papermill.execute_notebook(
                 str(path),
                 str(output),
-                parameters=parameters(profile, path.stem, out),
+                parameters=parameters(profile, path, out),
                 cwd=str(ROOT),
                 kernel_name="python3",
                 progress_bar=False,
@@ -152,7 +167,8 @@ def write_report(profile: str, out: Path, runs: list[NotebookRun]) -> Path:
     lines = [f"# rspo kit — reproduction report (`{profile}` profile)", ""]
     lines += [f"Profile: {PROFILE_NOTES.get(profile, profile)}.", ""]
     lines += ["## Results", ""]
-    trained = load_runs(out / "runs") if (out / "runs").is_dir() else []
+    where = runs_dir(profile, out)
+    trained = load_runs(where) if where.is_dir() else []
     if trained:
         head, rows = results_table(aggregate(summarise(trained)))
         lines += [to_markdown(head, rows), ""]
