@@ -129,7 +129,7 @@ def importance_weights(
     with torch.no_grad():
         log_rho = (learner_logp - behaviour_logp).clamp(max=50.0)
         rho = torch.exp(log_rho)
-        truncated = (rho > c) & mask
+        truncated = (rho > c * (1 + 1e-6)) & mask  # float noise around an equal ratio is not truncation
         w = torch.where(mask, rho.clamp(max=c), torch.zeros_like(rho))
     return w, truncated
 
