@@ -28,11 +28,19 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 
 # per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
 # parameters its parameters cell declares. "profile" names the training scale (rspo.analysis.TRAIN_PROFILES).
+CPU_ABLATIONS = [
+    {"swap_variant": "mixed"},
+    {"swap_variant": "schedule"},
+    {"swap_lambda": 0.5},
+    {"swap_lambda": 2.0},
+    {"swap_c": 2.0},
+]
 PROFILES: dict[str, dict[str, dict]] = {
     "quick": {"*": {"profile": "quick", "envs": ["shop"], "seeds": [0]}},
     "cpu": {
         "*": {"profile": "cpu", "envs": ["household", "shop"], "seeds": [0, 1, 2]},
         "01_environments_and_rewards": {"episodes_per_env": 200},
+        "05_analysis": {"ablations": CPU_ABLATIONS},
     },
     "gpu": {
         "*": {"profile": "gpu", "envs": ["household", "shop"], "seeds": [0, 1, 2]},
