@@ -112,7 +112,7 @@ def load_run(path: str | Path) -> Run:
 
 def load_runs(root: str | Path, finished_only: bool = True) -> list[Run]:
     """Every run in the folders under ``root`` (only finished ones unless told otherwise)."""
-    runs = [load_run(p.parent) for p in sorted(Path(root).glob("*/config.json"))]
+    runs = [load_run(p.parent) for p in sorted(Path(root).glob("*/metrics.jsonl"))]
     return [r for r in runs if r.finished or not finished_only]
 
 
