@@ -1,6 +1,7 @@
 # One-command entry points for a fresh machine (Linux/macOS, Python 3.11+).
-#   make demo   - the main job on the built-in default (CPU, nothing downloaded)
-#   make test   - lint + the test suite (what CI runs)
+#   make reproduce - the main job: every notebook with the quick profile + the report (CPU, nothing downloaded)
+#   make demo      - a one-second check: expert and random policies on every evaluation split
+#   make test      - lint + the test suite (what CI runs)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -8,7 +9,7 @@ BIN    := $(VENV)/bin
 # On a GPU machine: make TORCH_SPEC=torch  (or install the CUDA build of your choice first).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv reproduce demo test lint bench clean
 
 $(BIN)/rspo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +18,9 @@ $(BIN)/rspo: pyproject.toml
 	touch $(BIN)/rspo
 
 venv: $(BIN)/rspo
+
+reproduce: venv
+	$(BIN)/rspo reproduce --profile quick
 
 demo: venv
 	$(BIN)/rspo demo
