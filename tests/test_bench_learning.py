@@ -1,0 +1,22 @@
+"""benchmarks/bench_learning.py end to end at the smoke profile: runs, resumes nothing twice, prints the table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_learning.py"), "--profile", "smoke"]
+    cmd += ["--envs", "shop", "--algos", "grpo", "--rewards", "outcome", "rspo", "--seeds", "0"]
+    cmd += ["--out", str(tmp_path), "--markdown"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "0 of 2 runs finished; running 2" in first.stdout
+    assert "| shop | grpo | outcome | 1 |" in first.stdout and "| shop | grpo | rspo | 1 |" in first.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert "2 of 2 runs finished; running 0" in again.stdout  # finished runs are not repeated
+    assert (tmp_path / "smoke" / "initial-shop.json").exists()  # one shared initial evaluation
