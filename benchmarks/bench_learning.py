@@ -31,16 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rspo.analysis import run_config  # noqa: E402
 from rspo.config import TrainConfig  # noqa: E402
 from rspo.metrics import MetricsLog  # noqa: E402
-
-
-def config_of(
-    profile: str, env: str, algo: str, reward: str, seed: int, out: Path, overrides: dict | None = None
-) -> TrainConfig:
-    from rspo.analysis import run_config
-
-    return run_config(profile, env, algo, reward, seed, out, **(overrides or {}))
 
 
 def finished(cfg: TrainConfig) -> bool:
@@ -87,7 +80,7 @@ def main() -> None:
             parser.error(f"--set {item}: not KEY=VALUE of a TrainConfig field")
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = [
-        config_of(args.profile, env, algo, reward, seed, out, overrides)
+        run_config(args.profile, env, algo, reward, seed, out, **overrides)
         for seed in args.seeds
         for env in args.envs
         for algo in args.algos

@@ -28,17 +28,9 @@ def one_thread():
 def first_copy_succeeds(monkeypatch):
     """An untrained model never succeeds in 4 steps, so every group would be without signal:
     pretend the first copy of every task succeeded at its last turn (a synthetic outcome)."""
+    from tiny_fixtures import with_successes
+
     import rspo.rewards
-
-    def with_successes(real):
-        def mode(episodes, spec):
-            rewards = real(episodes, spec)
-            for ep, r in zip(episodes, rewards, strict=True):
-                if ep.copy == 0:
-                    r[-1] += spec.outcome_scale
-            return rewards
-
-        return mode
 
     for name in ("outcome", "dense"):
         monkeypatch.setitem(rspo.rewards.REWARD_MODES, name, with_successes(rspo.rewards.REWARD_MODES[name]))

@@ -8,22 +8,12 @@ import sys
 from pathlib import Path
 
 import torch
+from tiny_fixtures import with_successes  # tests/ is this script's folder
 
 import rspo.rewards
 from rspo.config import TrainConfig
 from rspo.policies.tiny import untrained_tiny_policy
 from rspo.trainer import Trainer
-
-
-def with_successes(real):  # as tests/conftest.py's first_copy_succeeds: a synthetic outcome
-    def mode(episodes, spec):
-        rewards = real(episodes, spec)
-        for ep, r in zip(episodes, rewards, strict=True):
-            if ep.copy == 0:
-                r[-1] += spec.outcome_scale
-        return rewards
-
-    return mode
 
 
 def main(out: str, reward: str) -> None:

@@ -75,20 +75,12 @@ def test_learning_curves_band_over_seeds(tmp_path):
 
 
 def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, one_thread):
+    from test_trainer import small
+
     from rspo.analysis import ensure_run
     from rspo.policies.tiny import untrained_tiny_policy
 
-    cfg = TrainConfig(
-        env="shop",
-        iterations=1,
-        tasks_per_iter=2,
-        group_size=2,
-        max_steps=3,
-        eval_every=1,
-        eval_tasks=2,
-        out_dir=str(tmp_path),
-        progress=False,
-    )
+    cfg = small(tmp_path, env="shop", iterations=1, max_steps=3, eval_every=1, eval_tasks=2, temperature=1.0)
     run = ensure_run(cfg, policy=untrained_tiny_policy(0))
     assert run.finished and [r["iteration"] for r in run.rows] == [0, 1]
     again = ensure_run(cfg)  # finished: loaded, not retrained (no policy needed)
