@@ -36,6 +36,7 @@ class Turn:
     process_reward: float
     valid: bool
     value: float | None = None
+    ref_logprobs: list[float] | None = None  # log-probs under the run's KL reference, once computed
 
     @property
     def logprob(self) -> float:

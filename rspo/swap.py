@@ -140,7 +140,9 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
     Advantages come from the learner's estimator on the outcome reward (GAE: the learner's critic
     values explorer states). Every turn of an episode whose ``source`` is ``"explorer"`` gets the
     proximal log-probs ``log pi_A_old`` (the learner now, before its update) and the truncated
-    importance weights ``min(pi_A_old / pi_B, cfg.swap_c)``, and its loss weight times ``scale``.
+    importance weights ``min(pi_A_old / pi_B, cfg.swap_c)``, and its loss weight times ``scale`` -
+    every one the update trains on (loss weight > 0; ``no_signal="skip"`` drops the others), so the
+    ``swap/*`` metrics describe the trained turns.
     Returns the :class:`rspo.update.TurnBatch` and ``swap/*`` metrics.
     """
     from rspo.update import _pad, build_batch, score_turns
@@ -148,14 +150,18 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
     turns = [t for ep in episodes for t in ep.turns]
     sources = [ep.source for ep in episodes for _ in ep.turns]
     off = [i for i, source in enumerate(sources) if source == "explorer"]
-    gae = cfg.estimator == "gae"
-    proximal, critic = score_turns(learner, [turns[i] for i in off], cfg, autocast, values=gae)
-    values = None
-    if gae:
+    values, prox = None, {}
+    if cfg.estimator == "gae":  # the learner's critic values every explorer state (GAE needs them all)
+        logps, critic = score_turns(learner, [turns[i] for i in off], cfg, autocast, values=True)
+        prox = dict(zip(off, logps, strict=True))
         values = [t.value if t.value is not None else 0.0 for t in turns]
         for k, i in enumerate(off):
             values[i] = critic[k]
     batch = build_batch(list(episodes), relabel(episodes, spec), cfg, values)
+    off = [i for i in off if batch.weights[i] > 0]  # the update trains on these only
+    todo = [i for i in off if i not in prox]
+    prox.update(zip(todo, score_turns(learner, [turns[i] for i in todo], cfg, autocast)[0], strict=True))
+    proximal = [prox[i] for i in off]
     stats = {"swap/turns": len(off), "swap/is_ratio_mean": 0.0, "swap/is_ratio_max": 0.0}
     stats["swap/truncated_frac"] = 0.0
     if not off:

@@ -209,7 +209,15 @@ class Trainer:
     def update(self, batch: TurnBatch, iteration: int) -> dict:
         t0 = time.perf_counter()
         stats = ppo_update(
-            self.policy, self.optimizer, self.params, batch, self.cfg, iteration, self.autocast, self.dist
+            self.policy,
+            self.optimizer,
+            self.params,
+            batch,
+            self.cfg,
+            iteration,
+            self.autocast,
+            self.dist,
+            cache_reference=True,
         )
         stats["time/update"] = time.perf_counter() - t0
         return stats
@@ -269,6 +277,7 @@ class Trainer:
             it,
             self.autocast,
             self.dist,
+            cache_reference=True,
         )
         out["explorer/return"] = explorer_batch.metrics()["reward/return"]
         out["explorer/loss_policy"], out["explorer/kl"] = ex["loss/policy"], ex["loss/kl"]

@@ -201,7 +201,18 @@ def _pad(rows: list[list[float]], width: int) -> torch.Tensor:
     return out
 
 
-def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int, autocast, dist=None) -> dict:
+def ppo_update(
+    policy,
+    optimizer,
+    params,
+    batch: TurnBatch,
+    cfg,
+    iteration: int,
+    autocast,
+    dist=None,
+    *,
+    cache_reference=False,
+) -> dict:
     """PPO-clip epochs over the batch's turns; one optimizer step per ``cfg.minibatch_turns`` turns.
 
     Per turn: ``loss = ppo_clip + kl_coef * KL(pi || ref) - entropy_coef * H (+ value_coef * 0.5 (V - G)^2)``,
@@ -209,6 +220,9 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
     turns / minibatch turns). With ``dist`` (:class:`rspo.distributed.Dist`, several processes)
     gradients are averaged across processes before each step, and every process takes as many steps
     as the one with the most turns (zero gradients where it has none), so the weights stay equal.
+    ``cache_reference``: keep each turn's reference log-probs on the turn (``Turn.ref_logprobs``) and
+    reuse them - valid when every turn of the run is scored against one frozen reference (the trainer:
+    RSPO's learner replays the explorer's turns, which the explorer's update already scored).
     """
     distributed = dist is not None and dist.active
     index = [i for i in range(len(batch.turns)) if batch.weights[i] > 0]
@@ -231,8 +245,14 @@ def ppo_update(policy, optimizer, params, batch: TurnBatch, cfg, iteration: int,
     mb = cfg.micro_batch
     ref: dict[int, list[float]] = {}
     if cfg.kl_coef > 0:
-        ref_logps, _ = score_turns(policy, [batch.turns[i] for i in index], cfg, autocast, reference=True)
-        ref = dict(zip(index, ref_logps, strict=True))
+        todo = [i for i in index if not (cache_reference and batch.turns[i].ref_logprobs is not None)]
+        ref_logps, _ = score_turns(policy, [batch.turns[i] for i in todo], cfg, autocast, reference=True)
+        ref = dict(zip(todo, ref_logps, strict=True))
+        for i in index:
+            if cache_reference:  # the reference is frozen: a replayed turn is scored once
+                if i in ref:
+                    batch.turns[i].ref_logprobs = ref[i]
+                ref[i] = batch.turns[i].ref_logprobs
     ppo = cfg.estimator == "gae"
     rng = random.Random(f"{cfg.seed}:update:{iteration}")
     steps, total_w = 0, 0.0

@@ -116,3 +116,48 @@ def test_swap_batch_marks_explorer_turns_off_policy_and_join_weighs_them_by_lamb
     assert float(joined.weights.sum()) == pytest.approx(1.0 + 2.0 * 0.5)
     assert len(joined.turns) == 2 * len(turns) and not joined.proximal.keys() & set(range(len(turns)))
     assert int(joined.task_ids[len(turns) :].min()) > int(own.task_ids.max())
+
+
+def test_swap_scores_only_trained_explorer_turns_and_the_update_scores_the_reference_once(one_thread):
+    """With ``no_signal="skip"`` a replayed group whose copies all fail is not trained on, so it gets no
+    proximal log-probs; with ``cache_reference`` a turn's reference log-probs are computed once (the
+    explorer's update) and reused (the learner's replay), equal to a fresh reference pass."""
+    from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.rollout import collect, make_envs
+    from rspo.swap import swap_batch
+    from rspo.update import ppo_update, score_turns
+
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="grpo", no_signal="skip", temperature=2.0, micro_batch=4, lr=1e-3)
+    envs = make_envs("household", "train", 4, max_steps=3)
+    eps = collect(
+        policy, envs, envs[0].task_ids[:2], 2, temperature=2.0, generator=torch.Generator().manual_seed(0)
+    )
+    for ep in eps:  # group 0: the first copy succeeds; group 1: every copy fails (no signal)
+        ep.turns[-1].reward = 1.0 if ep.group == 0 and ep.copy == 0 else 0.0
+        ep.source = "explorer"
+    batch, stats = swap_batch(policy, eps, cfg, RewardSpec(), contextlib.nullcontext)
+    group0 = [i for i, g in enumerate(batch.task_ids.tolist()) if g == 0]
+    assert sorted(batch.proximal) == group0 and sorted(batch.is_weights) == group0
+    assert stats["swap/turns"] == len(group0) < sum(len(ep) for ep in eps)
+
+    calls = []
+    real = score_turns
+
+    def counting(pol, turns, *args, **kw):
+        calls.append((len(turns), kw.get("reference", False)))
+        return real(pol, turns, *args, **kw)
+
+    import rspo.update
+
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr)
+    params = list(policy.trainable_parameters())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rspo.update, "score_turns", counting)
+        ppo_update(policy, optimizer, params, batch, cfg, 0, contextlib.nullcontext, cache_reference=True)
+        ppo_update(policy, optimizer, params, batch, cfg, 1, contextlib.nullcontext, cache_reference=True)
+    assert calls == [(len(group0), True), (0, True)]  # scored once, reused the second time
+    turns = [batch.turns[i] for i in group0]
+    fresh, _ = real(policy, turns, cfg, contextlib.nullcontext, reference=True)
+    for t, f in zip(turns, fresh, strict=True):
+        assert t.ref_logprobs == pytest.approx(f, abs=1e-5)
