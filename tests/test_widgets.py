@@ -1,0 +1,161 @@
+"""rspo.widgets: the notebooks' widgets, built and clicked without a display, and their headless fallbacks."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import rspo.envs
+from rspo import widgets
+
+
+@pytest.fixture
+def env():
+    return rspo.envs.make("household", split="valid_seen")
+
+
+def test_step_line_formats_one_step():
+    info = {"process_reward": 0.5, "progress": 0.25, "valid": True}
+    line = widgets._step_line("go to desk 1", "x" * 300, 0.0, info)
+    assert line.startswith("> go to desk 1\n  " + "x" * 120 + "\n")
+    assert "x" * 121 not in line and line.endswith("outcome 0.0  process 0.50  progress 0.25")
+    assert "(invalid action)" in widgets._step_line("fly", "Nothing happens.", 0.0, {**info, "valid": False})
+    assert "x" * 300 in widgets._step_line("a", "x" * 300, 0.0, info, obs_chars=None)
+
+
+def test_headless_play_of_the_expert_wins_and_prints_one_text_per_step(env):
+    lines = []
+    summary = widgets.play_episode(env, env.task_ids[0], interactive=False, out=lines.append)
+    assert summary["won"] and summary["task_id"] == env.task_ids[0]
+    assert summary["steps"] == env.steps > 0 and summary["outcome_return"] > 0
+    assert lines[0].startswith("task: ") and lines[-1] == "won!"
+    steps = lines[1:-1]
+    assert len(steps) == summary["steps"] and all(s.startswith("> ") for s in steps)
+    assert summary["process_return"] == pytest.approx(
+        sum(float(s.rsplit("process ", 1)[1].split()[0]) for s in steps), abs=0.01 * len(steps)
+    )
+
+
+def test_headless_play_with_a_policy_and_max_steps(env):
+    lines, seen = [], []
+
+    def first_action(obs, info):
+        seen.append(obs)
+        return info["admissible_actions"][0]
+
+    summary = widgets.play_episode(
+        env, env.task_ids[1], interactive=False, policy=first_action, out=lines.append, max_steps=3
+    )
+    assert summary["steps"] == 3 == len(seen) and not summary["won"]
+    assert lines[-1] == "stopped after 3 steps"
+    with pytest.raises(ValueError, match="max_steps"):
+        widgets.play_episode(env, interactive=False, max_steps=0)
+
+
+def test_interactive_play_clicked_to_the_end_wins(env):
+    box = widgets.play_episode(env, env.task_ids[0], interactive=True)
+    assert [type(c).__name__ for c in box.children] == ["Label", "Label", "Dropdown", "Button", "Output"]
+    state = box.state
+    assert box.hint.value == f"expert's move: {env.expert_action()}"
+    for _ in range(60):
+        if box.button.disabled:
+            break
+        assert list(box.choice.options) == list(state.info["admissible_actions"])  # refreshed each step
+        box.choice.value = env.expert_action()
+        box.button.click()
+    assert box.button.disabled and state.done and state.won and env.done
+    assert state.steps == env.steps and state.lines[-1] == "won!" and len(state.lines) == state.steps + 1
+    log = "".join(o["text"] for o in box.output.outputs)
+    assert log.count("\n> ") + log.startswith("> ") == state.steps and log.endswith("won!\n")
+    steps = state.steps
+    box.button.click()  # a click after the end does nothing
+    assert state.steps == steps
+
+
+def test_interactive_play_ends_with_episode_over_when_lost(env):
+    box = widgets.play_episode(env, env.task_ids[0], interactive=True, max_steps=2)
+    for _ in range(2):
+        box.button.click()  # the first admissible action, twice
+    assert box.button.disabled and not box.state.won and box.state.lines[-1] == "episode over"
+
+
+class FakeFigure:
+    def __init__(self, args):
+        self.args = args
+        self.shown = 0
+
+    def show(self):
+        self.shown += 1
+
+
+def recorder():
+    calls = []
+
+    def figure_fn(gamma, omega, adv_norm):
+        calls.append((gamma, omega, adv_norm))
+        return FakeFigure((gamma, omega, adv_norm))
+
+    return figure_fn, calls
+
+
+def test_advantage_knobs_headless_returns_one_figure_per_setting():
+    figure_fn, calls = recorder()
+    figs = widgets.advantage_knobs(figure_fn, interactive=False)
+    assert [f.args for f in figs] == calls == [(0.95, 1.0, "std"), (0.6, 1.0, "std")]
+    settings = ((0.9, 0.0, "none"),)
+    assert [
+        f.args for f in widgets.advantage_knobs(figure_fn, interactive=False, headless_settings=settings)
+    ] == [(0.9, 0.0, "none")]
+
+
+def test_advantage_knobs_interactive_redraws_on_every_change():
+    figure_fn, calls = recorder()
+    box = widgets.advantage_knobs(figure_fn, gamma=0.9, interactive=True)
+    assert calls == [(0.9, 1.0, "std")] and box.figure.args == calls[0]  # drawn once at the start
+    gamma, omega, norm = (box.controls[k] for k in ("gamma", "omega", "adv_norm"))
+    assert (gamma.min, gamma.max, gamma.step, omega.min, omega.max, omega.step) == (
+        0.5,
+        1.0,
+        0.05,
+        0.0,
+        2.0,
+        0.25,
+    )
+    assert list(norm.options) == ["std", "none"] and box.children[-1] is box.output
+    gamma.value = 0.7
+    assert calls[-1] == (0.7, 1.0, "std")
+    omega.value = 0.5
+    norm.value = "none"
+    assert calls[-2:] == [(0.7, 0.5, "std"), (0.7, 0.5, "none")] and len(calls) == 4
+
+
+def test_advantage_knobs_with_a_plotly_figure():
+    go = pytest.importorskip("plotly.graph_objects")
+    box = widgets.advantage_knobs(lambda g, o, n: go.Figure(), interactive=True)  # builds without a display
+    assert len(box.children) == 4
+
+
+def test_interactive_without_ipywidgets_raises_a_clear_import_error(env, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    with pytest.raises(ImportError, match="pip install ipywidgets"):
+        widgets.play_episode(env, interactive=True)
+    with pytest.raises(ImportError, match="pip install ipywidgets"):
+        widgets.advantage_knobs(lambda *a: None, interactive=True)
+    # the automatic choice falls back to headless instead
+    assert widgets.play_episode(env, env.task_ids[0], out=lambda s: None)["won"]
+    assert len(widgets.advantage_knobs(recorder()[0])) == 2
+
+
+def test_auto_uses_widgets_only_in_a_live_kernel(monkeypatch):
+    import IPython
+
+    assert not widgets.live_kernel() and not widgets.use_widgets(None)  # pytest: no kernel
+
+    class Shell:
+        kernel = object()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    assert widgets.live_kernel() and widgets.use_widgets(None)
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    assert not widgets.use_widgets(None)
