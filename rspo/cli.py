@@ -1,4 +1,5 @@
-"""The `rspo` command line: `rspo envs`, `rspo play <env>`, `rspo demo`, `rspo train`, `rspo reproduce`."""
+"""The `rspo` command line: `rspo envs`, `rspo play <env>`, `rspo demo`, `rspo train`, `rspo reproduce`,
+`rspo badges`."""
 
 from __future__ import annotations
 
@@ -171,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
               rspo play shop --expert
               rspo demo
               rspo train --env household --algo gigpo --reward dense --seed 0
-              rspo reproduce --profile quick"""),
+              rspo reproduce --profile quick
+              rspo badges --repo OWNER/NAME"""),
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -212,6 +214,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-<profile>)")
     p.add_argument("--notebooks", nargs="*", default=None, help="only these (stems or NN prefixes)")
     p.set_defaults(func=reproduce)
+
+    p = sub.add_parser(
+        "badges",
+        help="write Open-in-Colab badges into notebooks/README.md",
+        description="Write an Open-in-Colab badge in the Colab column of every notebook row of "
+        "notebooks/README.md, for the public GitHub repository (run again to change repository or branch).",
+    )
+    p.add_argument(
+        "--repo",
+        default=None,
+        help="the public GitHub repository: OWNER/NAME or its URL (default: from `git remote get-url origin`)",
+    )
+    p.add_argument("--branch", default="main", help="the branch the badges open (default: main)")
+    p.add_argument("--readme", default="notebooks/README.md", help="the README with the notebook table")
+    p.set_defaults(func=badges)
     return parser
 
 
@@ -219,6 +236,28 @@ def reproduce(args: argparse.Namespace, write=print) -> int:
     from rspo import reproduce as job
 
     return job.main(args, write)
+
+
+def badges(args: argparse.Namespace, write=print) -> int:
+    """Open-in-Colab badges for the repository given, or the one `origin` points at."""
+    from rspo import colab
+
+    readme = Path(args.readme)
+    if not readme.is_file():
+        raise ValueError(f"no such file: {readme} (pass --readme)")
+    repo = args.repo or colab.repo_from_git(readme.resolve().parent)
+    if not repo:
+        raise ValueError(
+            "the repository is not known here (no GitHub `origin` remote): "
+            "pass --repo OWNER/NAME, the public GitHub repository"
+        )
+    owner_name = colab.parse_repo(repo)
+    changed = colab.write_badges(readme, owner_name, branch=args.branch)
+    if changed:
+        write(f"updated {readme}: {changed} Colab badge(s) for {owner_name} (branch {args.branch})")
+    else:
+        write(f"{readme}: Colab badges for {owner_name} (branch {args.branch}) already up to date")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
