@@ -106,6 +106,9 @@ def merge_metrics(rows: list[dict]) -> dict:
             out[key] = sum(values)
         elif key.endswith("_max"):
             out[key] = max(values)
+        elif key in ("swap/is_ratio_mean", "swap/truncated_frac"):  # over the processes' trained turns
+            turns = [r.get("swap/turns", 0) for r in rows if key in r]
+            out[key] = sum(v * n for v, n in zip(values, turns, strict=True)) / max(sum(turns), 1)
         else:
             out[key] = sum(values) / len(values)
     return out

@@ -32,3 +32,28 @@ def test_two_processes_split_the_tasks_and_keep_the_weights_equal(tmp_path, rewa
         r["rollout/turns"] for r in rows[1:]
     )
     assert "eval/valid_seen/success" in rows[-1] and (tmp_path / "ddp" / "checkpoint" / "state.pt").exists()
+
+
+def test_merge_metrics_sums_counts_and_weighs_swap_ratios_by_trained_turns():
+    from rspo.distributed import merge_metrics
+
+    rows = [
+        {
+            "rollout/episodes": 4,
+            "loss/kl": 0.1,
+            "loss/ratio_max": 1.1,
+            "swap/turns": 0,
+            "swap/is_ratio_mean": 0.0,
+        },
+        {
+            "rollout/episodes": 4,
+            "loss/kl": 0.3,
+            "loss/ratio_max": 1.3,
+            "swap/turns": 6,
+            "swap/is_ratio_mean": 0.9,
+        },
+    ]
+    out = merge_metrics(rows)
+    assert out["rollout/episodes"] == 8 and out["swap/turns"] == 6 and out["loss/ratio_max"] == 1.3
+    assert out["loss/kl"] == pytest.approx(0.2)
+    assert out["swap/is_ratio_mean"] == pytest.approx(0.9)  # the process without trained turns has no ratio
