@@ -153,21 +153,39 @@ def initial_eval(cfg: TrainConfig) -> dict:
     return result
 
 
-def ensure_run(cfg: TrainConfig, policy=None, share_initial_eval: bool = True) -> Run:
+def finished_run(cfg: TrainConfig) -> Run | None:
+    """The run ``cfg`` names if ``cfg.run_dir`` holds it finished, else None (no run there, or one cut
+    short); never trains nor writes. A run there with a different config is an error, as in
+    :func:`ensure_run`."""
+    from rspo.checkpoint import check_same_run
+
+    if not (cfg.run_dir / "config.json").exists():
+        return None
+    run = load_run(cfg.run_dir)
+    check_same_run(run.config, cfg, cfg.run_dir)
+    if run.finished and run.config.iterations == cfg.iterations:
+        return run
+    return None
+
+
+def ensure_run(
+    cfg: TrainConfig, policy=None, share_initial_eval: bool = True, train: bool = True
+) -> Run | None:
     """The run ``cfg`` names, finished: loaded if it already is, resumed if it was cut short, else
     trained - starting from the shared initial evaluation (:func:`initial_eval`) unless ``policy`` is
     given or ``share_initial_eval`` is False. Notebooks and benchmarks call this, so rerunning them
-    reuses finished runs."""
+    reuses finished runs. With ``train`` False nothing is trained or written: the finished run, or
+    None for a missing or unfinished one (:func:`finished_run`)."""
     from dataclasses import replace
 
-    from rspo.checkpoint import check_same_run
     from rspo.trainer import Trainer
 
+    if not train:
+        return finished_run(cfg)
     first = None
     if (cfg.run_dir / "config.json").exists():
-        run = load_run(cfg.run_dir)
-        check_same_run(run.config, cfg, cfg.run_dir)
-        if run.finished and run.config.iterations == cfg.iterations:
+        run = finished_run(cfg)
+        if run is not None:
             return run
         cfg = replace(cfg, resume=True)
     elif share_initial_eval and policy is None and cfg.eval_every:

@@ -213,6 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="quick", choices=["quick", "cpu", "gpu"])
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-<profile>)")
     p.add_argument("--notebooks", nargs="*", default=None, help="only these (stems or NN prefixes)")
+    p.add_argument(
+        "--finished-only",
+        action="store_true",
+        help="train nothing in notebooks 03-05: they use the runs already finished in the profile's runs "
+        "folder (e.g. by benchmarks/bench_learning.py), and the report says how many of the profile's "
+        "runs that is and which are missing",
+    )
     p.set_defaults(func=reproduce)
 
     p = sub.add_parser(

@@ -13,6 +13,12 @@ profile's parameters injected (:data:`PROFILES`; every notebook also gets ``figu
 
 A failing notebook stops the job with the notebook's name, the failing cell and the error - not a
 bare traceback; its partly executed copy is kept for inspection.
+
+``--finished-only`` (``finished_only=True``) trains nothing in notebooks 03-05: every notebook that
+declares ``train_missing`` gets it False, so they use the finished runs found and name the missing
+ones, and the report says at its top how many of the profile's table runs are finished and which
+are missing (:func:`table_status`) - a report over a table that ``benchmarks/bench_learning.py`` is
+still filling. The other notebooks run as usual.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ PROFILES: dict[str, dict[str, dict]] = {
 }
 # where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
 SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
+# the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
+TABLE_NOTEBOOK = "05_analysis"
 PROFILE_NOTES = {
     "quick": "the whole story at small scale on a CPU, one seed (CI runs it; about 15 minutes at most)",
     "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
@@ -93,8 +101,9 @@ def runs_dir(profile: str, out: Path) -> Path:
     return SHARED_RUNS.get(profile, out / "runs")
 
 
-def parameters(profile: str, path: Path, out: Path) -> dict:
-    """The profile's parameters for the notebook at ``path``, limited to those it declares."""
+def parameters(profile: str, path: Path, out: Path, finished_only: bool = False) -> dict:
+    """The profile's parameters for the notebook at ``path``, limited to those it declares
+    (``finished_only``: ``train_missing`` False)."""
     import papermill
 
     if profile not in PROFILES:
@@ -102,6 +111,8 @@ def parameters(profile: str, path: Path, out: Path) -> dict:
     p = PROFILES[profile]
     wanted = {**p.get("*", {}), **p.get(path.stem, {})}
     wanted.update(figures_dir=str(out / "figures"), runs_dir=str(runs_dir(profile, out)))
+    if finished_only:
+        wanted["train_missing"] = False
     declared = papermill.inspect_notebook(str(path))
     return {k: v for k, v in wanted.items() if k in declared}
 
@@ -126,7 +137,7 @@ def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
 
 
 def run_notebooks(
-    profile: str, out: Path, selected: list[str] | None = None, write=print
+    profile: str, out: Path, selected: list[str] | None = None, write=print, finished_only: bool = False
 ) -> list[NotebookRun]:
     import papermill
 
@@ -141,7 +152,7 @@ def run_notebooks(
             papermill.execute_notebook(
                 str(path),
                 str(output),
-                parameters=parameters(profile, path, out),
+                parameters=parameters(profile, path, out, finished_only),
                 cwd=str(ROOT),
                 kernel_name="python3",
                 progress_bar=False,
@@ -166,13 +177,78 @@ def _versions() -> str:
     return ", ".join(out)
 
 
-def write_report(profile: str, out: Path, runs: list[NotebookRun]) -> Path:
-    """``report.md`` and ``report.html`` in ``out``."""
+def table_parameters(profile: str) -> dict:
+    """``profile``, ``envs``, ``algos`` and ``seeds`` of the profile's table: what notebook 05 (which
+    reads every run of it) runs with - its parameters cell's values, with the profile's on top."""
+    import ast
+
+    import papermill
+
+    declared = papermill.inspect_notebook(str(NOTEBOOKS_DIR / f"{TABLE_NOTEBOOK}.ipynb"))
+    keys = ("profile", "envs", "algos", "seeds")
+    values = {k: ast.literal_eval(declared[k]["default"]) for k in keys}
+    p = PROFILES[profile]
+    values.update({k: v for k, v in {**p.get("*", {}), **p.get(TABLE_NOTEBOOK, {})}.items() if k in keys})
+    return values
+
+
+def table_status(profile: str, out: Path) -> tuple[list, list]:
+    """The TrainConfigs of the profile's table runs (envs x algos x rewards x seeds, rewards
+    :data:`rspo.config.REWARDS`) split into finished and missing, by what its runs folder holds; a
+    run there with another config counts as missing. Trains nothing."""
+    from rspo.analysis import finished_run, run_config
+    from rspo.config import REWARDS
+
+    t = table_parameters(profile)
+    where = runs_dir(profile, out)
+    done, missing = [], []
+    for env in t["envs"]:
+        for algo in t["algos"]:
+            for reward in REWARDS:
+                for seed in t["seeds"]:
+                    cfg = run_config(t["profile"], env, algo, reward, seed, where)
+                    try:
+                        ok = finished_run(cfg) is not None
+                    except ValueError:  # a run of another config under this name
+                        ok = False
+                    (done if ok else missing).append(cfg)
+    return done, missing
+
+
+def _status_lines(done: list, missing: list) -> list[str]:
+    """The finished-only report's opening: K of N runs finished, the missing ones by env-algo-reward."""
+    total = len(done) + len(missing)
+    if not missing:
+        return [
+            f"> **finished-only report: all {total} runs of the profile finished** "
+            "(notebooks 03–05 trained nothing).",
+            "",
+        ]
+    lines = [
+        f"> **partial report: {len(done)} of {total} runs of the profile finished** "
+        "(`--finished-only`: notebooks 03–05 trained nothing; their tables and figures are over the "
+        "finished runs).",
+        "",
+        "Missing runs (env-algo-reward: seeds):",
+        "",
+    ]
+    seeds: dict[str, list[int]] = {}
+    for cfg in missing:
+        seeds.setdefault(f"{cfg.env}-{cfg.algo}-{cfg.reward}", []).append(cfg.seed)
+    lines += [f"- {name}: {', '.join(map(str, s))}" for name, s in seeds.items()]
+    return lines + [""]
+
+
+def write_report(profile: str, out: Path, runs: list[NotebookRun], finished_only: bool = False) -> Path:
+    """``report.md`` and ``report.html`` in ``out`` (``finished_only``: opening with how many of the
+    profile's table runs are finished, and which are missing)."""
     import os
 
     from rspo.analysis import aggregate, load_runs, results_table, summarise, to_markdown
 
     lines = [f"# rspo kit — reproduction report (`{profile}` profile)", ""]
+    if finished_only:
+        lines += _status_lines(*table_status(profile, out))
     lines += [f"Profile: {PROFILE_NOTES.get(profile, profile)}.", ""]
     lines += ["## Results", ""]
     where = runs_dir(profile, out)
@@ -217,20 +293,27 @@ def _html(markdown_text: str, title: str) -> str:
 
 
 def reproduce(
-    profile: str = "quick", out: str | Path | None = None, selected: list[str] | None = None, write=print
+    profile: str = "quick",
+    out: str | Path | None = None,
+    selected: list[str] | None = None,
+    write=print,
+    finished_only: bool = False,
 ) -> Path:
-    """Run the notebooks of ``profile`` and write the report; returns the path of ``report.md``."""
+    """Run the notebooks of ``profile`` and write the report; returns the path of ``report.md``.
+    ``finished_only``: notebooks 03-05 train nothing and use the finished runs (a partial report)."""
     out = Path(out) if out else ROOT / "runs" / f"reproduce-{profile}"
     t0 = time.perf_counter()
-    runs = run_notebooks(profile, out, selected, write)
-    report = write_report(profile, out, runs)
+    runs = run_notebooks(profile, out, selected, write, finished_only)
+    report = write_report(profile, out, runs, finished_only)
     write(f"report: {report} ({time.perf_counter() - t0:.0f} s in all)")
     return report
 
 
 def main(args, write=print) -> int:
     try:
-        reproduce(args.profile, args.out, args.notebooks, write)
+        reproduce(
+            args.profile, args.out, args.notebooks, write, finished_only=getattr(args, "finished_only", False)
+        )
     except NotebookFailed as err:
         print(f"rspo reproduce: {err}", file=sys.stderr)
         return 1

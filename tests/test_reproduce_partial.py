@@ -1,0 +1,82 @@
+"""``rspo reproduce --finished-only``: notebooks 03-05 over the runs already finished, a partial report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def _files(root: Path) -> set:
+    return {(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path):
+    pytest.importorskip("papermill")
+    from rspo.cli import build_parser
+    from rspo.reproduce import notebooks, parameters
+
+    assert build_parser().parse_args(["reproduce", "--profile", "cpu", "--finished-only"]).finished_only
+    assert not build_parser().parse_args(["reproduce"]).finished_only
+    declaring = set()
+    for path in notebooks():
+        p = parameters("quick", path, tmp_path, finished_only=True)
+        if "train_missing" in p:
+            assert p["train_missing"] is False and "train_missing" not in parameters("quick", path, tmp_path)
+            declaring.add(path.stem[:2])
+    assert declaring == {"03", "04", "05"}
+
+
+def test_the_table_is_what_notebook_05_reads():
+    """The report counts envs x algos x rewards x seeds; algos are notebook 05's (and 03's, 04's) default."""
+    pytest.importorskip("papermill")
+    from rspo.reproduce import NOTEBOOKS_DIR, table_parameters
+
+    t = table_parameters("cpu")
+    assert t == {
+        "profile": "cpu",
+        "envs": ["household", "shop"],
+        "algos": ["grpo", "ppo", "gigpo"],
+        "seeds": [0, 1, 2],
+    }
+    for name in ("03_sparse_vs_dense_baselines", "04_rspo"):
+        nb = json.loads((NOTEBOOKS_DIR / f"{name}.ipynb").read_text())
+        cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+        assert 'algos = ["grpo", "ppo", "gigpo"]' in "".join(cell["source"])
+
+
+def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, monkeypatch, one_thread):
+    """One finished run of the 9 of a one-env, one-seed smoke table: notebooks 03-05 run over it."""
+    pytest.importorskip("papermill")
+    import rspo.reproduce as job
+    from rspo.analysis import ensure_run, run_config
+
+    runs = tmp_path / "runs"
+    monkeypatch.setitem(job.PROFILES, "smoke", {"*": {"profile": "smoke", "envs": ["shop"], "seeds": [0]}})
+    monkeypatch.setitem(job.SHARED_RUNS, "smoke", runs)
+    ensure_run(run_config("smoke", "shop", "grpo", "outcome", 0, runs))
+    before = _files(runs)
+    out = tmp_path / "out"
+    report = job.reproduce("smoke", out, ["03", "04", "05"], write=lambda *_: None, finished_only=True)
+    assert _files(runs) == before  # nothing trained, nothing written
+    text = report.read_text()
+    assert "partial report: 1 of 9 runs of the profile finished" in text
+    assert "- shop-grpo-dense: 0" in text and "- shop-grpo-outcome: 0" not in text
+    assert "| shop | grpo | outcome | 1 |" in text  # the results table over the finished run
+
+    def printed(name):
+        nb = json.loads((out / f"{name}.ipynb").read_text())
+        return "".join(
+            "".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"]
+        )
+
+    assert "1 of 6 runs ready" in printed("03_sparse_vs_dense_baselines")
+    assert "missing (not finished, not trained): shop-grpo-dense-s0" in printed(
+        "03_sparse_vs_dense_baselines"
+    )
+    assert "no finished RSPO run" in printed("04_rspo") and "all checks passed (1 of 9 runs)" in printed(
+        "04_rspo"
+    )
+    assert "1 of 9 main runs, 0 of 2 ablation runs" in printed("05_analysis")
+    assert "all checks passed" in printed("05_analysis")
