@@ -220,6 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
         "folder (e.g. by benchmarks/bench_learning.py), and the report says how many of the profile's "
         "runs that is and which are missing",
     )
+    p.add_argument(
+        "--publish",
+        default=None,
+        metavar="PATH.md",
+        help="also copy the report there for committing (e.g. docs/results-cpu.md), its PNG figures "
+        "into a folder beside it",
+    )
     p.set_defaults(func=reproduce)
 
     p = sub.add_parser(

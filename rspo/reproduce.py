@@ -19,6 +19,9 @@ declares ``train_missing`` gets it False, so they use the finished runs found an
 ones, and the report says at its top how many of the profile's table runs are finished and which
 are missing (:func:`table_status`) - a report over a table that ``benchmarks/bench_learning.py`` is
 still filling. The other notebooks run as usual.
+
+``--publish docs/results-cpu.md`` also copies the report there for committing, with its PNG figures in
+``docs/results-cpu/`` (:func:`publish_report`).
 """
 
 from __future__ import annotations
@@ -309,12 +312,50 @@ def reproduce(
     return report
 
 
+def publish_report(report: str | Path, dest: str | Path) -> Path:
+    """Copy ``report`` (a ``report.md`` written by :func:`write_report`) to ``dest`` (e.g.
+    ``docs/results-cpu.md``) for committing: its PNG figures go to a folder beside it named after it
+    (``docs/results-cpu/``) and the links follow them; HTML figures (several MB each, plotly.js
+    embedded) and the executed notebooks stay behind, named without a link. Returns ``dest``."""
+    import re
+    import shutil
+
+    report, dest = Path(report), Path(dest)
+    if not report.is_file():
+        raise FileNotFoundError(f"no report at {report}: run `rspo reproduce` first")
+    if dest.suffix != ".md":
+        raise ValueError(f"publish to a Markdown file (docs/results-<profile>.md), not {dest}")
+    assets = dest.with_suffix("")
+    if assets.is_dir():
+        shutil.rmtree(assets)  # figures of an earlier publication
+    dest.parent.mkdir(parents=True, exist_ok=True)
+
+    def link(m: re.Match) -> str:
+        bang, text, target = m.group(1), m.group(2), m.group(3)
+        source = report.parent / target
+        if bang and target.endswith(".png") and source.is_file():
+            assets.mkdir(exist_ok=True)
+            shutil.copy2(source, assets / source.name)
+            return f"![{text}]({assets.name}/{source.name})"
+        if target.endswith(".html"):
+            return f"{text} (an interactive HTML figure of the run, not published)"
+        if target.endswith(".ipynb"):
+            return text  # the executed notebook lies in the run's output folder
+        return m.group(0)
+
+    text = re.sub(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)", link, report.read_text())
+    dest.write_text(text)
+    return dest
+
+
 def main(args, write=print) -> int:
     try:
-        reproduce(
+        report = reproduce(
             args.profile, args.out, args.notebooks, write, finished_only=getattr(args, "finished_only", False)
         )
     except NotebookFailed as err:
         print(f"rspo reproduce: {err}", file=sys.stderr)
         return 1
+    if getattr(args, "publish", None):
+        write(f"published: {publish_report(report, args.publish)}")
     return 0

@@ -1,0 +1,59 @@
+"""``rspo reproduce --publish``: a report copied for committing under docs/, with its PNG figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from rspo.reproduce import publish_report
+
+
+def _report(tmp_path):
+    out = tmp_path / "reproduce-cpu"
+    (out / "figures").mkdir(parents=True)
+    (out / "figures" / "curves.png").write_bytes(b"\x89PNG fake")
+    (out / "figures" / "coverage.html").write_text("<html>big</html>")
+    (out / "report.md").write_text(
+        "# report\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![curves](figures/curves.png)\n"
+        "- [coverage](figures/coverage.html) (interactive HTML)\n![gone](figures/gone.png)\n\n"
+        "| [00_quickstart](00_quickstart.ipynb) | 58 |\nsee [the paper](https://arxiv.org/abs/2607.04713)\n"
+    )
+    return out / "report.md"
+
+
+def test_png_figures_travel_and_the_links_follow_them(tmp_path):
+    dest = publish_report(_report(tmp_path), tmp_path / "docs" / "results-cpu.md")
+    text = dest.read_text()
+    assert (tmp_path / "docs" / "results-cpu" / "curves.png").read_bytes() == b"\x89PNG fake"
+    assert "![curves](results-cpu/curves.png)" in text
+    assert "| 1 | 2 |" in text and "[the paper](https://arxiv.org/abs/2607.04713)" in text
+    # HTML figures and executed notebooks stay behind, named without a (broken) link
+    assert "coverage.html" not in text and "coverage (an interactive HTML figure" in text
+    assert "| 00_quickstart | 58 |" in text and ".ipynb" not in text
+    assert not (tmp_path / "docs" / "results-cpu" / "coverage.html").exists()
+    # a link to a figure that is not there is left as it was, not dropped silently
+    assert "![gone](figures/gone.png)" in text
+
+
+def test_publishing_again_replaces_the_old_figures(tmp_path):
+    report = _report(tmp_path)
+    dest = tmp_path / "docs" / "results-cpu.md"
+    stale = tmp_path / "docs" / "results-cpu" / "old.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
+    publish_report(report, dest)
+    assert not stale.exists() and (stale.parent / "curves.png").exists()
+
+
+def test_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="rspo reproduce"):
+        publish_report(tmp_path / "nope" / "report.md", tmp_path / "docs" / "r.md")
+    with pytest.raises(ValueError, match="Markdown"):
+        publish_report(_report(tmp_path), tmp_path / "docs" / "results.html")
+
+
+def test_the_cli_flag():
+    from rspo.cli import build_parser
+
+    args = build_parser().parse_args(["reproduce", "--profile", "cpu", "--publish", "docs/results-cpu.md"])
+    assert args.publish == "docs/results-cpu.md"
+    assert build_parser().parse_args(["reproduce"]).publish is None
