@@ -59,6 +59,34 @@ def table(configs: list[TrainConfig], markdown: bool) -> str:
     return to_markdown(head, lines) if markdown else to_text(head, lines)
 
 
+def budget(configs: list[TrainConfig], target_minutes: float = 15.0) -> str:
+    """Time figures of the finished runs among ``configs``: how many combinations exceed
+    ``target_minutes`` per run (median over their seeds) and the projected run time of all
+    ``configs``, each counted at its combination's median (combinations with no finished run are
+    named, not guessed)."""
+    import statistics
+
+    from rspo.analysis import load_run, summarise
+
+    runs = [load_run(c.run_dir) for c in configs if finished(c)]
+    minutes: dict[tuple, list[float]] = {}
+    for row in summarise(runs):
+        minutes.setdefault((row["env"], row["algo"], row["reward"]), []).append(row["minutes"])
+    median = {k: statistics.median(v) for k, v in minutes.items()}
+    over = sorted(f"{'-'.join(k)} {m:.1f}" for k, m in median.items() if m > target_minutes)
+    keys = [(c.env, c.algo, c.reward) for c in configs]
+    unknown = sorted({"-".join(k) for k in keys if k not in median})
+    total = sum(median[k] for k in keys if k in median)
+    lines = [
+        f"{len(runs)} of {len(configs)} runs finished; {len(over)} of {len(median)} combinations over "
+        f"{target_minutes:g} min per run (median over seeds): {', '.join(over) or 'none'}",
+        f"projected run time of all {len(configs)} runs at the medians: {total / 60:.1f} h "
+        f"({total / 120:.1f} h with two runs at a time)"
+        + (f"; no finished run yet for {', '.join(unknown)}" if unknown else ""),
+    ]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="cpu", choices=["cpu", "quick", "smoke", "gpu"])
@@ -100,6 +128,7 @@ def main() -> None:
                 flush=True,
             )
     print(table(configs, args.markdown))
+    print(budget(configs))
 
 
 if __name__ == "__main__":

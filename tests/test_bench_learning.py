@@ -20,3 +20,11 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert "2 of 2 runs finished; running 0" in again.stdout  # finished runs are not repeated
     assert (tmp_path / "smoke" / "initial-shop.json").exists()  # one shared initial evaluation
+    assert "2 of 2 runs finished; 0 of 2 combinations over 15 min per run" in again.stdout
+    assert "projected run time of all 2 runs at the medians: 0.0 h" in again.stdout
+    # the time figures over a larger set: unfinished combinations are named, not guessed
+    more = cmd[:-1] + ["--table-only", "--seeds", "0", "1", "--rewards", "outcome", "dense", "rspo"]
+    shown = subprocess.run(more, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "2 of 6 runs finished" in shown.stdout and "projected run time of all 6 runs" in shown.stdout
+    assert "no finished run yet for shop-grpo-dense" in shown.stdout
