@@ -14,7 +14,19 @@ from plotly.subplots import make_subplots
 
 from rspo.rollout import Episode
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+# tab10: ten distinct colours, one per algo x reward mode series (9) without repeats
+PALETTE = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+]
 
 
 def _per_turn(episodes: Sequence[Episode], values: Sequence[float]) -> list[list[float | None]]:

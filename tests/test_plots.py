@@ -40,3 +40,9 @@ def test_reward_trajectory_and_save_figure(group, tmp_path):
     assert len(fig.data) == 4 and list(fig.data[0].x) == list(range(1, len(group[0]) + 1))
     out = plots.save_figure(fig, tmp_path / "fig")
     assert out.exists() and out.suffix in (".png", ".html") and out.stat().st_size > 1000
+
+
+def test_nine_learning_curves_get_nine_colours():
+    from rspo.plots import PALETTE
+
+    assert len(set(PALETTE[:9])) == 9  # 3 algos x 3 reward modes in one figure, no colour repeated
