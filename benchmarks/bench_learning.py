@@ -36,10 +36,11 @@ from rspo.config import TrainConfig  # noqa: E402
 from rspo.metrics import MetricsLog  # noqa: E402
 
 
-def finished(cfg: TrainConfig) -> bool:
-    from rspo.analysis import load_run
+def finished_runs(configs: list[TrainConfig]) -> list:
+    """The finished runs among ``configs`` (:func:`rspo.analysis.finished_run`), each read once."""
+    from rspo.analysis import finished_run
 
-    return (cfg.run_dir / "config.json").exists() and load_run(cfg.run_dir).finished
+    return [run for run in map(finished_run, configs) if run is not None]
 
 
 def run_one(cfg: TrainConfig) -> None:
@@ -48,27 +49,25 @@ def run_one(cfg: TrainConfig) -> None:
     ensure_run(cfg)
 
 
-def table(configs: list[TrainConfig], markdown: bool) -> str:
-    """The table of the finished runs among ``configs`` (aggregated over seeds by :mod:`rspo.analysis`)."""
-    from rspo.analysis import aggregate, load_run, results_table, summarise, to_markdown, to_text
+def table(runs: list, markdown: bool) -> str:
+    """The table of the finished ``runs`` (aggregated over seeds by :mod:`rspo.analysis`)."""
+    from rspo.analysis import aggregate, results_table, summarise, to_markdown, to_text
 
-    runs = [load_run(c.run_dir) for c in configs if finished(c)]
     if not runs:
         return "(no finished runs yet)"
     head, lines = results_table(aggregate(summarise(runs)))
     return to_markdown(head, lines) if markdown else to_text(head, lines)
 
 
-def budget(configs: list[TrainConfig], target_minutes: float = 15.0) -> str:
-    """Time figures of the finished runs among ``configs``: how many combinations exceed
+def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0) -> str:
+    """Time figures of the finished ``runs`` among ``configs``: how many combinations exceed
     ``target_minutes`` per run (median over their seeds) and the projected run time of all
     ``configs``, each counted at its combination's median (combinations with no finished run are
     named, not guessed)."""
     import statistics
 
-    from rspo.analysis import load_run, summarise
+    from rspo.analysis import summarise
 
-    runs = [load_run(c.run_dir) for c in configs if finished(c)]
     minutes: dict[tuple, list[float]] = {}
     for row in summarise(runs):
         minutes.setdefault((row["env"], row["algo"], row["reward"]), []).append(row["minutes"])
@@ -115,7 +114,8 @@ def main() -> None:
         for reward in args.rewards
     ]
     if not args.table_only:
-        todo = [c for c in configs if not finished(c)]
+        done = {run.config.name for run in finished_runs(configs)}
+        todo = [c for c in configs if c.name not in done]
         print(f"{len(configs) - len(todo)} of {len(configs)} runs finished; running {len(todo)}", flush=True)
         for k, cfg in enumerate(todo, 1):
             t0 = time.perf_counter()
@@ -127,8 +127,9 @@ def main() -> None:
                 f"{100 * rows[-1]['eval/success']:.1f}% in {time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
-    print(table(configs, args.markdown))
-    print(budget(configs))
+    runs = finished_runs(configs)
+    print(table(runs, args.markdown))
+    print(budget(configs, runs))
 
 
 if __name__ == "__main__":

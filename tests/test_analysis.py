@@ -89,12 +89,9 @@ def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, 
         ensure_run(TrainConfig(**{**cfg.to_dict(), "lr": 0.5}))
 
 
-def _files(root):
-    """Every file under ``root`` with its size and modification time."""
-    return {(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
-
-
 def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_path):
+    from tiny_fixtures import file_snapshot
+
     from rspo.analysis import ensure_run, finished_run
 
     def cfg(seed, **kw):  # the config fake_run saves, changed by kw
@@ -105,7 +102,7 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
     assert list(tmp_path.iterdir()) == []  # no run folder, no cached initial evaluation
     fake_run(tmp_path, 0, 0.5, finished=False)  # cut short
     fake_run(tmp_path, 1, 0.5)
-    before = _files(tmp_path)
+    before = file_snapshot(tmp_path)
     assert finished_run(cfg(0)) is None and ensure_run(cfg(0), train=False) is None
     run = finished_run(cfg(1))
     assert run is not None and run.finished and run.rows[-1]["eval/success"] == 0.5
@@ -115,7 +112,7 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
         finished_run(cfg(1, lr=0.5))
     with pytest.raises(ValueError, match="config differs in lr"):
         ensure_run(cfg(0, lr=0.5), train=False)
-    assert _files(tmp_path) == before  # nothing written
+    assert file_snapshot(tmp_path) == before  # nothing written
 
 
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
-
-def _files(root: Path) -> set:
-    return {(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+from tiny_fixtures import file_snapshot
 
 
 def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path):
@@ -56,10 +52,10 @@ def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, mo
     monkeypatch.setitem(job.PROFILES, "smoke", {"*": {"profile": "smoke", "envs": ["shop"], "seeds": [0]}})
     monkeypatch.setitem(job.SHARED_RUNS, "smoke", runs)
     ensure_run(run_config("smoke", "shop", "grpo", "outcome", 0, runs))
-    before = _files(runs)
+    before = file_snapshot(runs)
     out = tmp_path / "out"
     report = job.reproduce("smoke", out, ["03", "04", "05"], write=lambda *_: None, finished_only=True)
-    assert _files(runs) == before  # nothing trained, nothing written
+    assert file_snapshot(runs) == before  # nothing trained, nothing written
     text = report.read_text()
     assert "partial report: 1 of 9 runs of the profile finished" in text
     assert "- shop-grpo-dense: 0" in text and "- shop-grpo-outcome: 0" not in text

@@ -81,3 +81,12 @@ def with_successes(real):
         return rewards
 
     return mode
+
+
+def file_snapshot(root) -> set:
+    """Every file under ``root`` with its size and modification time: equal snapshots mean nothing was
+    written there."""
+    from pathlib import Path
+
+    root = Path(root)
+    return {(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
