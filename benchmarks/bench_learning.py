@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.analysis import run_config  # noqa: E402
+from rspo.analysis import grid_configs  # noqa: E402
 from rspo.config import TrainConfig  # noqa: E402
 from rspo.metrics import MetricsLog  # noqa: E402
 
@@ -106,13 +106,7 @@ def main() -> None:
         if kind not in (int, float, str, bool) or not value:
             parser.error(f"--set {item}: not KEY=VALUE of a TrainConfig field")
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
-    configs = [
-        run_config(args.profile, env, algo, reward, seed, out, **overrides)
-        for seed in args.seeds
-        for env in args.envs
-        for algo in args.algos
-        for reward in args.rewards
-    ]
+    configs = grid_configs(args.profile, out, args.envs, args.algos, args.rewards, args.seeds, **overrides)
     if not args.table_only:
         done = {run.config.name for run in finished_runs(configs)}
         todo = [c for c in configs if c.name not in done]

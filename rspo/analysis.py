@@ -82,6 +82,20 @@ def run_config(
     return TrainConfig(env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out_dir), **settings)
 
 
+def grid_configs(
+    profile: str, out_dir, envs, algos, rewards, seeds, **overrides
+) -> list[TrainConfig]:
+    """The TrainConfigs of a grid of runs (:func:`run_config`), seed-major: every env x algo x reward
+    of the first seed, then of the next, so that a grid cut short has whole seeds."""
+    return [
+        run_config(profile, env, algo, reward, seed, out_dir, **overrides)
+        for seed in seeds
+        for env in envs
+        for algo in algos
+        for reward in rewards
+    ]
+
+
 # two-sided 95% Student t quantiles by degrees of freedom (n - 1); normal beyond the table
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
@@ -192,6 +206,25 @@ def ensure_run(
         first = initial_eval(cfg)
     Trainer(cfg, policy=policy, initial_eval=first).run()
     return load_run(cfg.run_dir)
+
+
+def gather_runs(configs, train: bool = True, verbose: bool = False) -> tuple[list[Run], list[str]]:
+    """:func:`ensure_run` on each of ``configs`` in order: the finished runs, and the names of the
+    missing ones (those not finished, with ``train`` False). ``verbose``: one line per run."""
+    runs, missing = [], []
+    for cfg in configs:
+        run = ensure_run(cfg, train=train)  # None: not finished, and not trained
+        if run is None:
+            missing.append(cfg.name)
+            continue
+        runs.append(run)
+        if verbose:
+            print(
+                f"{cfg.name:32s} eval success {100 * run.rows[0]['eval/success']:5.1f}% -> "
+                f"{100 * run.rows[-1]['eval/success']:5.1f}%",
+                flush=True,
+            )
+    return runs, missing
 
 
 def summarise(runs: list[Run]) -> list[dict]:

@@ -199,22 +199,18 @@ def table_status(profile: str, out: Path) -> tuple[list, list]:
     """The TrainConfigs of the profile's table runs (envs x algos x rewards x seeds, rewards
     :data:`rspo.config.REWARDS`) split into finished and missing, by what its runs folder holds; a
     run there with another config counts as missing. Trains nothing."""
-    from rspo.analysis import finished_run, run_config
+    from rspo.analysis import finished_run, grid_configs
     from rspo.config import REWARDS
 
     t = table_parameters(profile)
     where = runs_dir(profile, out)
     done, missing = [], []
-    for env in t["envs"]:
-        for algo in t["algos"]:
-            for reward in REWARDS:
-                for seed in t["seeds"]:
-                    cfg = run_config(t["profile"], env, algo, reward, seed, where)
-                    try:
-                        ok = finished_run(cfg) is not None
-                    except ValueError:  # a run of another config under this name
-                        ok = False
-                    (done if ok else missing).append(cfg)
+    for cfg in grid_configs(t["profile"], where, t["envs"], t["algos"], REWARDS, t["seeds"]):
+        try:
+            ok = finished_run(cfg) is not None
+        except ValueError:  # a run of another config under this name
+            ok = False
+        (done if ok else missing).append(cfg)
     return done, missing
 
 

@@ -92,7 +92,7 @@ def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, 
 def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_path):
     from tiny_fixtures import file_snapshot
 
-    from rspo.analysis import ensure_run, finished_run
+    from rspo.analysis import ensure_run, finished_run, gather_runs
 
     def cfg(seed, **kw):  # the config fake_run saves, changed by kw
         kw = {"env": "shop", "algo": "grpo", "reward": "outcome", "iterations": 2, **kw}
@@ -113,6 +113,20 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
     with pytest.raises(ValueError, match="config differs in lr"):
         ensure_run(cfg(0, lr=0.5), train=False)
     assert file_snapshot(tmp_path) == before  # nothing written
+    runs, missing = gather_runs([cfg(0), cfg(1), cfg(2)], train=False)
+    assert [r.config.seed for r in runs] == [1] and missing == [cfg(0).name, cfg(2).name]
+    assert file_snapshot(tmp_path) == before
+
+
+def test_grid_configs_are_seed_major_with_overrides(tmp_path):
+    from rspo.analysis import grid_configs
+
+    configs = grid_configs("smoke", tmp_path, ["household", "shop"], ["grpo"], ["outcome", "rspo"], [0, 1], lr=0.5)
+    assert [c.name for c in configs[:4]] == [
+        "household-grpo-outcome-s0", "household-grpo-rspo-s0", "shop-grpo-outcome-s0", "shop-grpo-rspo-s0"
+    ]
+    assert [c.seed for c in configs] == [0] * 4 + [1] * 4 and {c.lr for c in configs} == {0.5}
+    assert configs[0].max_steps == 6 and configs[2].max_steps == 4  # per-env profile settings
 
 
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
