@@ -82,9 +82,7 @@ def run_config(
     return TrainConfig(env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out_dir), **settings)
 
 
-def grid_configs(
-    profile: str, out_dir, envs, algos, rewards, seeds, **overrides
-) -> list[TrainConfig]:
+def grid_configs(profile: str, out_dir, envs, algos, rewards, seeds, **overrides) -> list[TrainConfig]:
     """The TrainConfigs of a grid of runs (:func:`run_config`), seed-major: every env x algo x reward
     of the first seed, then of the next, so that a grid cut short has whole seeds."""
     return [

@@ -121,9 +121,14 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
 def test_grid_configs_are_seed_major_with_overrides(tmp_path):
     from rspo.analysis import grid_configs
 
-    configs = grid_configs("smoke", tmp_path, ["household", "shop"], ["grpo"], ["outcome", "rspo"], [0, 1], lr=0.5)
+    configs = grid_configs(
+        "smoke", tmp_path, ["household", "shop"], ["grpo"], ["outcome", "rspo"], [0, 1], lr=0.5
+    )
     assert [c.name for c in configs[:4]] == [
-        "household-grpo-outcome-s0", "household-grpo-rspo-s0", "shop-grpo-outcome-s0", "shop-grpo-rspo-s0"
+        "household-grpo-outcome-s0",
+        "household-grpo-rspo-s0",
+        "shop-grpo-outcome-s0",
+        "shop-grpo-rspo-s0",
     ]
     assert [c.seed for c in configs] == [0] * 4 + [1] * 4 and {c.lr for c in configs} == {0.5}
     assert configs[0].max_steps == 6 and configs[2].max_steps == 4  # per-env profile settings
