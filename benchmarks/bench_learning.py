@@ -18,12 +18,15 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
 
 The table: per (env, algo, reward) the initial and final eval success in % (mean +- std over the
 seeds found), the change, whether it beats the seed spread (``final - initial > std(final)``, "-"
-with one seed), environment steps and wall minutes per run. Shop also shows the score (0-100).
+with one seed), environment steps, wall minutes and CPU minutes per run (CPU: the process's CPU
+time, which pauses and waits for a shared core do not inflate; blank for runs of kit versions that
+did not log it). Shop also shows the score (0-100).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -63,14 +66,17 @@ def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0)
     """Time figures of the finished ``runs`` among ``configs``: how many combinations exceed
     ``target_minutes`` per run (median over their seeds) and the projected run time of all
     ``configs``, each counted at its combination's median (combinations with no finished run are
-    named, not guessed)."""
+    named, not guessed). A run counts its CPU minutes (``time/cpu_*``: one thread per run, so the
+    minutes it keeps a core busy, not counting pauses or waits for a shared core) where it logged
+    them, else its wall minutes."""
     import statistics
 
     from rspo.analysis import summarise
 
     minutes: dict[tuple, list[float]] = {}
-    for row in summarise(runs):
-        minutes.setdefault((row["env"], row["algo"], row["reward"]), []).append(row["minutes"])
+    for row in summarise(runs):  # CPU minutes where the run logged them: pauses and sharing excluded
+        m = row["minutes"] if math.isnan(row["cpu_minutes"]) else row["cpu_minutes"]
+        minutes.setdefault((row["env"], row["algo"], row["reward"]), []).append(m)
     median = {k: statistics.median(v) for k, v in minutes.items()}
     over = sorted(f"{'-'.join(k)} {m:.1f}" for k, m in median.items() if m > target_minutes)
     keys = [(c.env, c.algo, c.reward) for c in configs]
@@ -78,7 +84,7 @@ def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0)
     total = sum(median[k] for k in keys if k in median)
     lines = [
         f"{len(runs)} of {len(configs)} runs finished; {len(over)} of {len(median)} combinations over "
-        f"{target_minutes:g} min per run (median over seeds): {', '.join(over) or 'none'}",
+        f"{target_minutes:g} min per run (median over seeds; CPU minutes where logged, else wall): {', '.join(over) or 'none'}",
         f"projected run time of all {len(configs)} runs at the medians: {total / 60:.1f} h "
         f"({total / 120:.1f} h with two runs at a time)"
         + (f"; no finished run yet for {', '.join(unknown)}" if unknown else ""),

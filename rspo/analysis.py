@@ -156,8 +156,10 @@ def initial_eval(cfg: TrainConfig) -> dict:
     saved = json.loads(path.read_text()) if path.exists() else []
     saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it
     for entry in saved:
-        if entry["key"] == key:
+        if entry["key"] == key and "time/cpu_eval" in entry["eval"]:
             return entry["eval"]
+    # not cached, or cached by a kit version that did not log CPU time: evaluate (greedy: same numbers)
+    saved = [entry for entry in saved if entry["key"] != key]
     probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
     result = Trainer(probe).evaluate()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -233,6 +235,9 @@ def summarise(runs: list[Run]) -> list[dict]:
             continue
         first, last = run.rows[0], run.rows[-1]
         wall = first.get("time/eval", 0.0) + sum(r.get("time/iteration", 0.0) for r in run.rows[1:])
+        # CPU seconds, where every row logged them (runs of older versions did not: nan)
+        cpu_rows = [first.get("time/cpu_eval")] + [r.get("time/cpu_iteration") for r in run.rows[1:]]
+        cpu = math.nan if None in cpu_rows else sum(cpu_rows)
         cfg = run.config
         row = {k: getattr(cfg, k) for k in KEYS}
         row["reward"] = method_name(cfg)
@@ -245,15 +250,17 @@ def summarise(runs: list[Run]) -> list[dict]:
             env_steps=last.get("rollout/env_steps", 0),
             iterations=last.get("iteration", 0),
             minutes=wall / 60,
+            cpu_minutes=cpu / 60,
         )
         out.append(row)
     return out
 
 
 def mean_std_ci(xs: list[float]) -> tuple[float, float, float]:
-    """Mean, sample standard deviation and the half-width of a 95% t confidence interval (0 for n = 1)."""
+    """Mean, sample standard deviation and the half-width of a 95% t confidence interval (0 for n = 1);
+    nan when there is no value or one is missing (nan)."""
     n = len(xs)
-    if n == 0:
+    if n == 0 or any(math.isnan(x) for x in xs):
         return math.nan, math.nan, math.nan
     mean = statistics.fmean(xs)
     if n == 1:
@@ -271,7 +278,15 @@ def aggregate(rows: list[dict], keys: tuple[str, ...] = KEYS) -> list[dict]:
     for key, members in groups.items():
         agg = dict(zip(keys, key, strict=True))
         agg["seeds"] = len(members)
-        for measure in ("initial", "final", "initial_score", "final_score", "env_steps", "minutes"):
+        for measure in (
+            "initial",
+            "final",
+            "initial_score",
+            "final_score",
+            "env_steps",
+            "minutes",
+            "cpu_minutes",
+        ):
             mean, std, ci = mean_std_ci([m[measure] for m in members])
             agg[measure], agg[f"{measure}_std"], agg[f"{measure}_ci"] = mean, std, ci
         agg["change"] = agg["final"] - agg["initial"]
@@ -290,7 +305,7 @@ def _pm(row: dict, measure: str, digits: int = 1) -> str:
 def results_table(agg: list[dict]) -> tuple[list[str], list[list[str]]]:
     """Header and text rows of the learning table (what ``bench_learning.py`` prints)."""
     head = ["env", "algo", "reward", "seeds", "initial %", "final %", "change", "beats spread"]
-    head += ["score (shop)", "env steps", "minutes/run"]
+    head += ["score (shop)", "env steps", "minutes/run", "CPU min/run"]
     lines = []
     for row in agg:
         beats = {None: "-", True: "yes", False: "no"}[row["beats_spread"]]
@@ -305,6 +320,7 @@ def results_table(agg: list[dict]) -> tuple[list[str], list[list[str]]]:
                 _pm(row, "final"),
             ]
             + [f"{row['change']:+.1f}", beats, score, f"{row['env_steps']:,.0f}", f"{row['minutes']:.1f}"]
+            + ["" if math.isnan(row["cpu_minutes"]) else f"{row['cpu_minutes']:.1f}"]
         )
     return head, lines
 

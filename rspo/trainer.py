@@ -319,7 +319,7 @@ class Trainer:
         from rspo import envs as envs_mod
 
         cfg = self.cfg
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out: dict = {}
         succ, score, weights = [], [], []
         for split in envs_mod.env_class(cfg.env).eval_splits:
@@ -350,6 +350,7 @@ class Trainer:
         out["eval/success"] = sum(s * w for s, w in zip(succ, weights, strict=True)) / total
         out["eval/score"] = sum(s * w for s, w in zip(score, weights, strict=True)) / total
         out["time/eval"] = time.perf_counter() - t0
+        out["time/cpu_eval"] = time.process_time() - c0
         return out
 
     # --- checkpoints ----------------------------------------------------------------------------
@@ -387,7 +388,7 @@ class Trainer:
             bar = tqdm(total=cfg.iterations, initial=self.iteration, desc=cfg.name, unit="it")
         while self.iteration < cfg.iterations:
             it = self.iteration
-            t_iter = time.perf_counter()
+            t_iter, c_iter = time.perf_counter(), time.process_time()
             torch.manual_seed(_derive(cfg.seed, 3, it))
             row = self.train_step(it)
             self.iteration = it + 1
@@ -395,6 +396,9 @@ class Trainer:
             if cfg.eval_every and (self.iteration % cfg.eval_every == 0 or last):
                 row.update(self.evaluate())
             row["time/iteration"] = time.perf_counter() - t_iter
+            # this process's CPU seconds (all its threads): unlike wall time, not inflated when the
+            # process is stopped or waits for a core another process holds
+            row["time/cpu_iteration"] = time.process_time() - c_iter
             row["time/total"] = time.perf_counter() - start
             if main:
                 self.log.write(row)

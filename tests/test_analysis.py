@@ -11,7 +11,7 @@ from rspo.analysis import aggregate, load_runs, mean_std_ci, results_table, summ
 from rspo.config import TrainConfig
 
 
-def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True):
+def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True, cpu=False):
     cfg = TrainConfig(
         env="shop", algo="grpo", reward=reward, seed=seed, iterations=iterations, out_dir=str(root)
     )
@@ -29,6 +29,11 @@ def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True):
                 "time/iteration": 24.0,
             }
         )
+    if cpu:  # CPU seconds, as the trainer logs them: here the eval took 6, the iterations 30 and 24
+        for row, key in zip(
+            rows, ["time/cpu_eval", "time/cpu_iteration", "time/cpu_iteration"], strict=False
+        ):
+            row[key] = row.get("time/eval", row.get("time/iteration")) / 2
     (cfg.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -61,6 +66,19 @@ def test_runs_are_summarised_and_aggregated_over_seeds(tmp_path):
     head, lines = results_table(list(agg.values()))
     md = to_markdown(head, lines)
     assert "| shop | grpo | outcome | 3 | 20.0 ± 0.0 | 40.0 ± 10.0 | +20.0 | yes |" in md
+
+
+def test_cpu_minutes_where_logged_blank_where_not(tmp_path):
+    fake_run(tmp_path, 0, 0.3, cpu=True)
+    fake_run(tmp_path, 1, 0.4, cpu=True)
+    fake_run(tmp_path, 0, 0.3, reward="dense")  # an older kit's run: wall time only
+    rows = {(r["reward"], r["seed"]): r for r in summarise(load_runs(tmp_path))}
+    assert rows["outcome", 0]["minutes"] == pytest.approx(1.0)
+    assert rows["outcome", 0]["cpu_minutes"] == pytest.approx(0.5)
+    assert math.isnan(rows["dense", 0]["cpu_minutes"])
+    head, lines = results_table(aggregate(list(rows.values())))
+    by_reward = {line[2]: dict(zip(head, line, strict=True)) for line in lines}
+    assert by_reward["outcome"]["CPU min/run"] == "0.5" and by_reward["dense"]["CPU min/run"] == ""
 
 
 def test_learning_curves_band_over_seeds(tmp_path):

@@ -21,6 +21,9 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     assert "2 of 2 runs finished; running 0" in again.stdout  # finished runs are not repeated
     assert (tmp_path / "smoke" / "initial-shop.json").exists()  # one shared initial evaluation
     assert "2 of 2 runs finished; 0 of 2 combinations over 15 min per run" in again.stdout
+    header = next(line for line in again.stdout.splitlines() if line.startswith("| env |"))
+    row = next(line for line in again.stdout.splitlines() if line.startswith("| shop | grpo | rspo |"))
+    assert header.split("|")[-2].strip() == "CPU min/run" and float(row.split("|")[-2]) >= 0.0  # logged
     assert "projected run time of all 2 runs at the medians: 0.0 h" in again.stdout
     # the time figures over a larger set: unfinished combinations are named, not guessed
     more = cmd[:-1] + ["--table-only", "--seeds", "0", "1", "--rewards", "outcome", "dense", "rspo"]
