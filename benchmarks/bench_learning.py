@@ -2,7 +2,7 @@
 
     python benchmarks/bench_learning.py [--profile cpu|smoke] [--envs household shop]
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
-        [--set key=value ...] [--table-only] [--markdown]
+        [--set key=value ...] [--ablations] [--table-only] [--markdown]
 
 Each run is ``rspo train`` with the profile's settings (``rspo.analysis.TRAIN_PROFILES``, shared with
 the notebooks of ``rspo reproduce``) from the warm-started tiny
@@ -13,6 +13,8 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
   not repeated; a killed one resumes from its last checkpoint; so the table can be filled in parts;
 - the initial evaluation is the same for every run of an environment (same policy, greedy, same
   tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.analysis``);
+- ``--ablations`` adds the profile's ablation runs (notebook 05's: RSPO on GRPO with one setting
+  changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads;
 - ``--table-only`` prints the table from what is on disk;
 - ``--set lr=1e-3 ...`` overrides TrainConfig fields (a sweep: give each setting its own ``--out``).
 
@@ -71,7 +73,7 @@ def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0)
     them, else its wall minutes."""
     import statistics
 
-    from rspo.analysis import summarise
+    from rspo.analysis import method_name, summarise
 
     minutes: dict[tuple, list[float]] = {}
     for row in summarise(runs):  # CPU minutes where the run logged them: pauses and sharing excluded
@@ -79,7 +81,7 @@ def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0)
         minutes.setdefault((row["env"], row["algo"], row["reward"]), []).append(m)
     median = {k: statistics.median(v) for k, v in minutes.items()}
     over = sorted(f"{'-'.join(k)} {m:.1f}" for k, m in median.items() if m > target_minutes)
-    keys = [(c.env, c.algo, c.reward) for c in configs]
+    keys = [(c.env, c.algo, method_name(c)) for c in configs]  # as summarise names them (ablations apart)
     unknown = sorted({"-".join(k) for k in keys if k not in median})
     total = sum(median[k] for k in keys if k in median)
     lines = [
@@ -101,6 +103,11 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench-learning"))
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="TrainConfig overrides")
+    parser.add_argument(
+        "--ablations",
+        action="store_true",
+        help="also the profile's ablation runs (notebook 05: RSPO on GRPO, one setting changed), after the grid",
+    )
     parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")
     parser.add_argument("--markdown", action="store_true", help="the table as Markdown")
     args = parser.parse_args()
@@ -113,6 +120,13 @@ def main() -> None:
             parser.error(f"--set {item}: not KEY=VALUE of a TrainConfig field")
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = grid_configs(args.profile, out, args.envs, args.algos, args.rewards, args.seeds, **overrides)
+    if args.ablations:  # as rspo reproduce --profile <profile> trains them (rspo.reproduce.table_parameters)
+        from rspo.analysis import ablation_configs
+        from rspo.reproduce import table_parameters
+
+        t = table_parameters(args.profile)
+        seeds = [s for s in args.seeds if s in t["ablation_seeds"]]
+        configs += ablation_configs(args.profile, out, args.envs, t["ablations"], seeds, **overrides)
     if not args.table_only:
         done = {run.config.name for run in finished_runs(configs)}
         todo = [c for c in configs if c.name not in done]

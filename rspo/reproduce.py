@@ -181,16 +181,17 @@ def _versions() -> str:
 
 
 def table_parameters(profile: str) -> dict:
-    """``profile``, ``envs``, ``algos`` and ``seeds`` of the profile's table: what notebook 05 (which
-    reads every run of it) runs with - its parameters cell's values, with the profile's on top."""
+    """``profile``, ``envs``, ``algos``, ``seeds``, ``ablations`` and ``ablation_seeds`` of the
+    profile's table: what notebook 05 (which reads every run of it) runs with - its parameters cell's
+    values, with the profile's on top."""
     import ast
 
     import papermill
 
     declared = papermill.inspect_notebook(str(NOTEBOOKS_DIR / f"{TABLE_NOTEBOOK}.ipynb"))
-    keys = ("profile", "envs", "algos", "seeds")
+    keys = ("profile", "envs", "algos", "seeds", "ablations", "ablation_seeds")
     values = {k: ast.literal_eval(declared[k]["default"]) for k in keys}
-    p = PROFILES[profile]
+    p = PROFILES.get(profile, {})  # a training scale without a reproduce profile (smoke): the defaults
     values.update({k: v for k, v in {**p.get("*", {}), **p.get(TABLE_NOTEBOOK, {})}.items() if k in keys})
     return values
 

@@ -152,6 +152,20 @@ def test_grid_configs_are_seed_major_with_overrides(tmp_path):
     assert configs[0].max_steps == 6 and configs[2].max_steps == 4  # per-env profile settings
 
 
+def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
+    from rspo.analysis import ablation_configs, method_name
+
+    configs = ablation_configs(
+        "smoke", tmp_path, ["shop"], [{"swap_variant": "mixed"}, {"swap_lambda": 0.5}], [0]
+    )
+    assert [c.name for c in configs] == [
+        "shop-grpo-rspo-swap_variant=mixed-s0",
+        "shop-grpo-rspo-swap_lambda=0.5-s0",
+    ]
+    assert [method_name(c) for c in configs] == ["rspo-mixed", "rspo λ=0.5"]
+    assert {(c.algo, c.reward) for c in configs} == {("grpo", "rspo")}
+
+
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
     from rspo.analysis import ensure_run, finished_run, run_config
 

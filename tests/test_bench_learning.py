@@ -31,3 +31,8 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "2 of 6 runs finished" in shown.stdout and "projected run time of all 6 runs" in shown.stdout
     assert "no finished run yet for shop-grpo-dense" in shown.stdout
+    # --ablations: notebook 05's ablation runs join the set (named by their change, apart in the figures)
+    ablations = subprocess.run(more + ["--ablations"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert ablations.returncode == 0, ablations.stderr[-2000:]
+    assert "2 of 8 runs finished" in ablations.stdout  # 6 + notebook 05's default 2 ablations (seed 0)
+    assert "shop-grpo-rspo-mixed" in ablations.stdout and "shop-grpo-rspo-schedule" in ablations.stdout

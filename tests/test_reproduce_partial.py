@@ -27,7 +27,7 @@ def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path
 def test_the_table_is_what_notebook_05_reads():
     """The report counts envs x algos x rewards x seeds; algos are notebook 05's (and 03's, 04's) default."""
     pytest.importorskip("papermill")
-    from rspo.reproduce import NOTEBOOKS_DIR, table_parameters
+    from rspo.reproduce import CPU_ABLATIONS, NOTEBOOKS_DIR, table_parameters
 
     t = table_parameters("cpu")
     assert t == {
@@ -35,6 +35,8 @@ def test_the_table_is_what_notebook_05_reads():
         "envs": ["household", "shop"],
         "algos": ["grpo", "ppo", "gigpo"],
         "seeds": [0, 1, 2],
+        "ablations": CPU_ABLATIONS,
+        "ablation_seeds": [0],
     }
     for name in ("03_sparse_vs_dense_baselines", "04_rspo"):
         nb = json.loads((NOTEBOOKS_DIR / f"{name}.ipynb").read_text())
