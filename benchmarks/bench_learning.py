@@ -38,7 +38,6 @@ sys.path.insert(0, str(ROOT))
 
 from rspo.analysis import grid_configs  # noqa: E402
 from rspo.config import TrainConfig  # noqa: E402
-from rspo.metrics import MetricsLog  # noqa: E402
 
 
 def finished_runs(configs: list[TrainConfig]) -> list:
@@ -48,10 +47,11 @@ def finished_runs(configs: list[TrainConfig]) -> list:
     return [run for run in map(finished_run, configs) if run is not None]
 
 
-def run_one(cfg: TrainConfig) -> None:
+def run_one(cfg: TrainConfig):
+    """Train (or resume) the run ``cfg`` names; the finished :class:`rspo.analysis.Run`."""
     from rspo.analysis import ensure_run
 
-    ensure_run(cfg)
+    return ensure_run(cfg)
 
 
 def table(runs: list, markdown: bool) -> str:
@@ -127,21 +127,21 @@ def main() -> None:
         t = table_parameters(args.profile)
         seeds = [s for s in args.seeds if s in t["ablation_seeds"]]
         configs += ablation_configs(args.profile, out, args.envs, t["ablations"], seeds, **overrides)
+    done = {run.config.name: run for run in finished_runs(configs)}  # each run read once
     if not args.table_only:
-        done = {run.config.name for run in finished_runs(configs)}
         todo = [c for c in configs if c.name not in done]
         print(f"{len(configs) - len(todo)} of {len(configs)} runs finished; running {len(todo)}", flush=True)
         for k, cfg in enumerate(todo, 1):
             t0 = time.perf_counter()
             print(f"[{k}/{len(todo)}] {cfg.name} ...", flush=True)
-            run_one(cfg)
-            rows = MetricsLog(cfg.run_dir / "metrics.jsonl").read()
+            done[cfg.name] = run_one(cfg)
+            rows = done[cfg.name].rows
             print(
                 f"[{k}/{len(todo)}] {cfg.name}: success {100 * rows[0]['eval/success']:.1f}% -> "
                 f"{100 * rows[-1]['eval/success']:.1f}% in {time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
-    runs = finished_runs(configs)
+    runs = [done[c.name] for c in configs if c.name in done]  # in the grid's order
     print(table(runs, args.markdown))
     print(budget(configs, runs))
 
