@@ -2,7 +2,7 @@
 
     python benchmarks/bench_learning.py [--profile cpu|smoke] [--envs household shop]
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
-        [--set key=value ...] [--ablations] [--table-only] [--markdown]
+        [--set key=value ...] [--ablations] [--table-only] [--markdown] [--diagnose] [--restore [DIR]]
 
 Each run is ``rspo train`` with the profile's settings (``rspo.analysis.TRAIN_PROFILES``, shared with
 the notebooks of ``rspo reproduce``) from the warm-started tiny
@@ -15,7 +15,11 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
   tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.analysis``);
 - ``--ablations`` adds the profile's ablation runs (notebook 05's: RSPO on GRPO with one setting
   changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads;
-- ``--table-only`` prints the table from what is on disk;
+- ``--table-only`` prints the table from what is on disk; ``--diagnose`` adds what the training rows
+  say (``rspo.analysis.diagnostics_table``: rollout success, process return, RSPO's explorer and replay);
+- ``--restore`` first puts back the finished runs whose logs were published with a report
+  (``docs/results-cpu/runs/``), so a table filled in parts on different machines goes on where the
+  published one stopped;
 - ``--set lr=1e-3 ...`` overrides TrainConfig fields (a sweep: give each setting its own ``--out``).
 
 The table: per (env, algo, reward) the initial and final eval success in % (mean +- std over the
@@ -110,8 +114,29 @@ def main() -> None:
     )
     parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")
     parser.add_argument("--markdown", action="store_true", help="the table as Markdown")
+    parser.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="also what the training rows say (rspo.analysis.diagnostics_table): rollout success, process "
+        "return, episode length, RSPO's explorer and replay, first half -> second half of training",
+    )
+    parser.add_argument(
+        "--restore",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="first restore the run logs published with a report (default: docs/results-<profile>/runs/) "
+        "where no run of that name is; the table then reuses them",
+    )
     args = parser.parse_args()
     out = Path(args.out) / args.profile
+    if args.restore is not None:
+        from rspo.analysis import restore_runs
+        from rspo.reproduce import restore_default
+
+        archive = Path(args.restore) if args.restore else restore_default(args.profile)
+        print(f"restored {len(restore_runs(archive, out))} finished runs from {archive}", flush=True)
     overrides = {}
     for item in args.set:
         key, _, value = item.partition("=")
@@ -144,6 +169,11 @@ def main() -> None:
     runs = [done[c.name] for c in configs if c.name in done]  # in the grid's order
     print(table(runs, args.markdown))
     print(budget(configs, runs))
+    if args.diagnose and runs:
+        from rspo.analysis import diagnostics_table, to_markdown, to_text
+
+        head, lines = diagnostics_table(runs)
+        print(to_markdown(head, lines) if args.markdown else to_text(head, lines))
 
 
 if __name__ == "__main__":

@@ -155,6 +155,59 @@ def load_runs(root: str | Path, finished_only: bool = True) -> list[Run]:
     return [r for r in runs if r.finished or not finished_only]
 
 
+RUN_LOGS = ("config.json", "metrics.jsonl")  # what a finished run is read from; checkpoints aside
+
+
+def archive_runs(runs_dir: str | Path, dest: str | Path) -> list[str]:
+    """Copy the logs of every finished run under ``runs_dir`` (:data:`RUN_LOGS`, a few kB each; no
+    checkpoints) and its cached initial evaluations (``initial-<env>.json``) into ``dest``, replacing
+    what ``dest`` held: the data behind a published report, kept with it in git, from which
+    :func:`restore_runs` rebuilds the runs folder on another machine. Returns the names archived."""
+    import shutil
+
+    runs_dir, dest = Path(runs_dir), Path(dest)
+    runs = load_runs(runs_dir) if runs_dir.is_dir() else []
+    if dest.is_dir():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for run in runs:
+        (dest / run.path.name).mkdir()
+        for name in RUN_LOGS:
+            shutil.copy2(run.path / name, dest / run.path.name / name)
+    for cached in sorted(runs_dir.glob("initial-*.json")):
+        shutil.copy2(cached, dest / cached.name)
+    return [run.path.name for run in runs]
+
+
+def restore_runs(archive: str | Path, runs_dir: str | Path) -> list[str]:
+    """Put the runs :func:`archive_runs` wrote into ``archive`` back under ``runs_dir``, each where
+    ``runs_dir`` has no folder of that name (a run there, finished or not, is left alone), with its
+    config's ``out_dir`` set to ``runs_dir``; likewise a missing ``initial-<env>.json``. The restored
+    runs count as finished (``bench_learning`` and ``rspo reproduce`` reuse them; nothing resumes
+    them: they have no checkpoint). Returns the names restored."""
+    import shutil
+
+    archive, runs_dir = Path(archive), Path(runs_dir)
+    if not archive.is_dir():
+        raise FileNotFoundError(f"no run archive at {archive} (written by `rspo reproduce --publish`)")
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    restored = []
+    for saved in sorted(archive.glob("*/config.json")):
+        target = runs_dir / saved.parent.name
+        if target.exists():
+            continue
+        target.mkdir()
+        cfg = TrainConfig.load(saved)
+        cfg.out_dir = str(runs_dir)
+        cfg.save(target / "config.json")
+        shutil.copy2(saved.parent / "metrics.jsonl", target / "metrics.jsonl")
+        restored.append(target.name)
+    for cached in sorted(archive.glob("initial-*.json")):
+        if not (runs_dir / cached.name).exists():
+            shutil.copy2(cached, runs_dir / cached.name)
+    return restored
+
+
 EVAL_KEYS = (
     "env",
     "model",
@@ -349,6 +402,49 @@ def results_table(agg: list[dict]) -> tuple[list[str], list[list[str]]]:
             + [f"{row['change']:+.1f}", beats, score, f"{row['env_steps']:,.0f}", f"{row['minutes']:.1f}"]
             + ["" if math.isnan(row["cpu_minutes"]) else f"{row['cpu_minutes']:.1f}"]
         )
+    return head, lines
+
+
+# what the training rows say about why a method moves or not (``bench_learning.py --diagnose``): the
+# learner's rollouts, the process reward it collects (misalignment: farming shows here first), and
+# RSPO's explorer and replay
+DIAGNOSTICS = {
+    "rollout/success": ("rollout success %", 100.0),
+    "rollout/process_return": ("process return", 1.0),
+    "rollout/episode_len": ("episode len", 1.0),
+    "rollout/no_signal_frac": ("no-signal groups %", 100.0),
+    "explorer/success": ("explorer success %", 100.0),
+    "explorer/process_return": ("explorer process return", 1.0),
+    "explorer/episode_len": ("explorer episode len", 1.0),
+    "buffer/age_mean": ("replay age (iters)", 1.0),
+    "swap/is_ratio_mean": ("IS ratio", 1.0),
+    "swap/truncated_frac": ("truncated %", 100.0),
+}
+
+
+def diagnostics_table(runs: list[Run], keys=DIAGNOSTICS) -> tuple[list[str], list[list[str]]]:
+    """Per (env, algo, method): each of ``keys`` averaged over a run's training iterations (the first
+    and last half apart, ``first -> last``), then over its seeds; blank where no run logged the key."""
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        groups.setdefault((run.config.env, run.config.algo, method_name(run.config)), []).append(run)
+    head = ["env", "algo", "reward", "seeds"] + [label for label, _ in keys.values()]
+    lines = []
+    for key, members in groups.items():
+        cells = []
+        for name, (_, scale) in keys.items():
+            halves = []
+            for run in members:
+                values = [r[name] for r in run.rows[1:] if name in r]
+                if values:
+                    mid = max(1, len(values) // 2)
+                    halves.append((statistics.fmean(values[:mid]), statistics.fmean(values[mid:] or values)))
+            if not halves:
+                cells.append("")
+                continue
+            first, last = (scale * statistics.fmean(h[i] for h in halves) for i in (0, 1))
+            cells.append(f"{first:.2f} -> {last:.2f}" if scale == 1.0 else f"{first:.1f} -> {last:.1f}")
+        lines.append([*key, str(len(members)), *cells])
     return head, lines
 
 

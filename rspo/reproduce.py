@@ -100,6 +100,10 @@ def notebooks(selected: list[str] | None = None, folder: Path = NOTEBOOKS_DIR) -
     return found
 
 
+def default_out(profile: str) -> Path:
+    return ROOT / "runs" / f"reproduce-{profile}"
+
+
 def runs_dir(profile: str, out: Path) -> Path:
     return SHARED_RUNS.get(profile, out / "runs")
 
@@ -301,7 +305,7 @@ def reproduce(
 ) -> Path:
     """Run the notebooks of ``profile`` and write the report; returns the path of ``report.md``.
     ``finished_only``: notebooks 03-05 train nothing and use the finished runs (a partial report)."""
-    out = Path(out) if out else ROOT / "runs" / f"reproduce-{profile}"
+    out = Path(out) if out else default_out(profile)
     t0 = time.perf_counter()
     runs = run_notebooks(profile, out, selected, write, finished_only)
     report = write_report(profile, out, runs, finished_only)
@@ -309,11 +313,14 @@ def reproduce(
     return report
 
 
-def publish_report(report: str | Path, dest: str | Path) -> Path:
+def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None = None) -> Path:
     """Copy ``report`` (a ``report.md`` written by :func:`write_report`) to ``dest`` (e.g.
     ``docs/results-cpu.md``) for committing: its PNG figures go to a folder beside it named after it
     (``docs/results-cpu/``) and the links follow them; HTML figures (several MB each, plotly.js
-    embedded) and the executed notebooks stay behind, named without a link. Returns ``dest``."""
+    embedded) and the executed notebooks stay behind, named without a link. ``runs``: the runs folder
+    the report was made from; the logs of its finished runs go to ``docs/results-cpu/runs/``
+    (:func:`rspo.analysis.archive_runs`), from which ``--restore`` rebuilds them on another machine.
+    Returns ``dest``."""
     import re
     import shutil
 
@@ -342,10 +349,26 @@ def publish_report(report: str | Path, dest: str | Path) -> Path:
 
     text = re.sub(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)", link, report.read_text())
     dest.write_text(text)
+    if runs is not None:
+        from rspo.analysis import archive_runs
+
+        archive_runs(runs, assets / "runs")
     return dest
 
 
+def restore_default(profile: str) -> Path:
+    """Where ``--restore`` looks by default: the run logs published with the profile's report."""
+    return ROOT / "docs" / f"results-{profile}" / "runs"
+
+
 def main(args, write=print) -> int:
+    if getattr(args, "restore", None) is not None:
+        from rspo.analysis import restore_runs
+
+        archive = Path(args.restore) if args.restore else restore_default(args.profile)
+        where = runs_dir(args.profile, Path(args.out) if args.out else default_out(args.profile))
+        restored = restore_runs(archive, where)
+        write(f"restored {len(restored)} finished runs from {archive} into {where}")
     try:
         report = reproduce(
             args.profile, args.out, args.notebooks, write, finished_only=getattr(args, "finished_only", False)
@@ -354,5 +377,6 @@ def main(args, write=print) -> int:
         print(f"rspo reproduce: {err}", file=sys.stderr)
         return 1
     if getattr(args, "publish", None):
-        write(f"published: {publish_report(report, args.publish)}")
+        published = publish_report(report, args.publish, runs=runs_dir(args.profile, report.parent))
+        write(f"published: {published} (run logs in {published.with_suffix('')}/runs/)")
     return 0

@@ -174,3 +174,56 @@ def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
     run = ensure_run(cfg)
     assert run.finished and finished_run(cfg).rows == run.rows
     assert ensure_run(cfg, train=False).rows == run.rows
+
+
+def test_archived_runs_restore_elsewhere_as_finished_runs(tmp_path):
+    from rspo.analysis import archive_runs, finished_run, restore_runs
+
+    src, archive, dst = tmp_path / "src", tmp_path / "docs" / "runs", tmp_path / "elsewhere"
+    fake_run(src, 0, 0.5)
+    fake_run(src, 1, 0.5, finished=False)  # cut short: not archived
+    (src / fake_name(0) / "checkpoint").mkdir()
+    (src / fake_name(0) / "checkpoint" / "state.pt").write_bytes(b"weights")
+    (src / "initial-shop.json").write_text("[]\n")
+    (archive / "stale").mkdir(parents=True)  # an earlier archive's run: replaced
+    assert archive_runs(src, archive) == [fake_name(0)]
+    assert sorted(p.name for p in archive.iterdir()) == ["initial-shop.json", fake_name(0)]
+    assert sorted(p.name for p in (archive / fake_name(0)).iterdir()) == ["config.json", "metrics.jsonl"]
+
+    fake_run(dst, 2, 0.7)  # a run already there is left alone
+    assert restore_runs(archive, dst) == [fake_name(0)]
+    cfg = TrainConfig(env="shop", algo="grpo", reward="outcome", seed=0, iterations=2, out_dir=str(dst))
+    run = finished_run(cfg)  # out_dir follows the new place: the same run, finished, found there
+    assert run is not None and run.rows[-1]["eval/success"] == 0.5
+    assert (dst / "initial-shop.json").read_text() == "[]\n"
+    assert restore_runs(archive, dst) == []  # again: nothing to do
+    with pytest.raises(FileNotFoundError, match="no run archive"):
+        restore_runs(tmp_path / "nowhere", dst)
+
+
+def fake_name(seed):
+    return TrainConfig(env="shop", algo="grpo", reward="outcome", seed=seed).name
+
+
+def test_diagnostics_average_first_and_second_half_of_training_then_seeds(tmp_path):
+    from rspo.analysis import diagnostics_table, load_runs
+
+    for seed, successes in ((0, [0.1, 0.2, 0.3, 0.4]), (1, [0.3, 0.4, 0.5, 0.6])):
+        cfg = TrainConfig(
+            env="shop", algo="grpo", reward="rspo", seed=seed, iterations=4, out_dir=str(tmp_path)
+        )
+        cfg.run_dir.mkdir(parents=True)
+        cfg.save(cfg.run_dir / "config.json")
+        rows = [{"iteration": 0, "eval/success": 0.2}]  # the initial evaluation: not a training row
+        rows += [
+            {"iteration": i + 1, "rollout/success": s, "buffer/age_mean": 1.0}
+            for i, s in enumerate(successes)
+        ]
+        rows[-1]["eval/success"] = 0.5
+        (cfg.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    head, lines = diagnostics_table(load_runs(tmp_path))
+    row = dict(zip(head, lines[0], strict=True))
+    assert row["seeds"] == "2" and row["reward"] == "rspo"
+    # seed 0: 15% -> 35%, seed 1: 35% -> 55%; their means 25% -> 45%
+    assert row["rollout success %"] == "25.0 -> 45.0"
+    assert row["replay age (iters)"] == "1.00 -> 1.00" and row["explorer success %"] == ""  # not logged

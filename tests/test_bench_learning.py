@@ -36,3 +36,20 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     assert ablations.returncode == 0, ablations.stderr[-2000:]
     assert "2 of 8 runs finished" in ablations.stdout  # 6 + notebook 05's default 2 ablations (seed 0)
     assert "shop-grpo-rspo-mixed" in ablations.stdout and "shop-grpo-rspo-schedule" in ablations.stdout
+    # --restore: the published logs of these runs fill another runs folder; nothing is trained again
+    from rspo.analysis import archive_runs
+
+    archive_runs(tmp_path / "smoke", tmp_path / "published")
+    elsewhere = [c if c != str(tmp_path) else str(tmp_path / "elsewhere") for c in cmd]
+    restored = subprocess.run(
+        elsewhere + ["--restore", str(tmp_path / "published")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert restored.returncode == 0, restored.stderr[-2000:]
+    assert (
+        "restored 2 finished runs" in restored.stdout and "2 of 2 runs finished; running 0" in restored.stdout
+    )
+    assert "| shop | grpo | rspo | 1 |" in restored.stdout

@@ -57,3 +57,29 @@ def test_the_cli_flag():
     args = build_parser().parse_args(["reproduce", "--profile", "cpu", "--publish", "docs/results-cpu.md"])
     assert args.publish == "docs/results-cpu.md"
     assert build_parser().parse_args(["reproduce"]).publish is None
+    args = build_parser().parse_args(["reproduce", "--restore"])
+    assert args.restore == "" and build_parser().parse_args(["reproduce"]).restore is None
+
+
+def test_published_run_logs_rebuild_the_runs_folder_with_restore(tmp_path, monkeypatch):
+    """--publish archives the finished runs' logs beside the report; --restore puts them back first."""
+    from test_analysis import fake_name, fake_run
+
+    from rspo import reproduce as job
+    from rspo.cli import build_parser
+
+    report = _report(tmp_path)
+    fake_run(report.parent / "runs", 0, 0.5)  # the quick profile's runs live in <out>/runs
+    dest = publish_report(report, tmp_path / "docs" / "results-cpu.md", runs=report.parent / "runs")
+    archive = dest.with_suffix("") / "runs"
+    assert (archive / fake_name(0) / "metrics.jsonl").is_file() and (
+        dest.parent / "results-cpu" / "curves.png"
+    ).exists()
+
+    out = tmp_path / "again"
+    monkeypatch.setattr(job, "reproduce", lambda *a, **k: _report(tmp_path / "fresh"))  # no notebooks run
+    lines = []
+    args = build_parser().parse_args(["reproduce", "--out", str(out), "--restore", str(archive)])
+    assert job.main(args, write=lines.append) == 0
+    assert (out / "runs" / fake_name(0) / "metrics.jsonl").is_file()
+    assert lines[0].startswith("restored 1 finished runs")

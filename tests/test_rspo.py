@@ -15,6 +15,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SWAP_METRICS = {
     "explorer/success",
     "explorer/return",
+    "explorer/process_return",
+    "explorer/episode_len",
     "buffer/groups",
     "buffer/age_mean",
     "buffer/age_max",
