@@ -132,11 +132,9 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out) / args.profile
     if args.restore is not None:
-        from rspo.analysis import restore_runs
-        from rspo.reproduce import restore_default
+        from rspo.reproduce import restore_published
 
-        archive = Path(args.restore) if args.restore else restore_default(args.profile)
-        print(f"restored {len(restore_runs(archive, out))} finished runs from {archive}", flush=True)
+        restore_published(args.profile, args.restore, out, lambda line: print(line, flush=True))
     overrides = {}
     for item in args.set:
         key, _, value = item.partition("=")

@@ -356,19 +356,22 @@ def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None
     return dest
 
 
-def restore_default(profile: str) -> Path:
-    """Where ``--restore`` looks by default: the run logs published with the profile's report."""
-    return ROOT / "docs" / f"results-{profile}" / "runs"
+def restore_published(profile: str, archive: str, where: Path, write=print) -> list[str]:
+    """``--restore [DIR]`` of ``rspo reproduce`` and ``bench_learning``: the run logs in ``archive``
+    (empty: those published with the profile's report, ``docs/results-<profile>/runs/``) put back
+    under ``where`` (:func:`rspo.analysis.restore_runs`)."""
+    from rspo.analysis import restore_runs
+
+    archive = Path(archive) if archive else ROOT / "docs" / f"results-{profile}" / "runs"
+    restored = restore_runs(archive, where)
+    write(f"restored {len(restored)} finished runs from {archive} into {where}")
+    return restored
 
 
 def main(args, write=print) -> int:
     if getattr(args, "restore", None) is not None:
-        from rspo.analysis import restore_runs
-
-        archive = Path(args.restore) if args.restore else restore_default(args.profile)
         where = runs_dir(args.profile, Path(args.out) if args.out else default_out(args.profile))
-        restored = restore_runs(archive, where)
-        write(f"restored {len(restored)} finished runs from {archive} into {where}")
+        restore_published(args.profile, args.restore, where, write)
     try:
         report = reproduce(
             args.profile, args.out, args.notebooks, write, finished_only=getattr(args, "finished_only", False)

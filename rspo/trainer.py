@@ -237,13 +237,14 @@ class Trainer:
             ep.source = "explorer"
         self.explorer_successes |= _success_keys(explored)
         self.env_steps += sum(len(ep) for ep in explored)
+        seen = episode_metrics(explored)
         out = {
             "explorer/distinct_successes": len(self.explorer_successes),
             "explorer/success": sum(ep.won for ep in explored) / len(explored),
             "explorer/score": sum(ep.score for ep in explored) / len(explored),
             # the environment's process reward the explorer collects: where it farms a misaligned one
-            "explorer/process_return": episode_metrics(explored)["rollout/process_return"],
-            "explorer/episode_len": sum(len(ep) for ep in explored) / len(explored),
+            "explorer/process_return": seen["rollout/process_return"],
+            "explorer/episode_len": seen["rollout/episode_len"],
             "time/explorer_rollout": time.perf_counter() - t0,
         }
         if cfg.swap_variant == "mixed":  # explorer episodes join the learner's groups (same tasks)
