@@ -83,3 +83,24 @@ def test_published_run_logs_rebuild_the_runs_folder_with_restore(tmp_path, monke
     assert job.main(args, write=lines.append) == 0
     assert (out / "runs" / fake_name(0) / "metrics.jsonl").is_file()
     assert lines[0].startswith("restored 1 finished runs")
+
+
+def test_published_run_logs_are_not_ignored_by_git():
+    """The archive is only worth something if it is committed: ``runs/`` (training output) is ignored,
+    ``docs/results-<profile>/runs/`` must not be (an earlier .gitignore swallowed it silently)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+
+    def ignored(path: str) -> bool:
+        return subprocess.run(["git", "check-ignore", "-q", path], cwd=root).returncode == 0
+
+    assert ignored("runs/bench-learning/cpu/household-grpo-rspo-s0/metrics.jsonl")
+    for profile in ("cpu", "quick", "gpu"):
+        assert not ignored(f"docs/results-{profile}/runs/household-grpo-rspo-s0/metrics.jsonl")
+        assert not ignored(f"docs/results-{profile}/runs/initial-household.json")
+    assert not ignored("docs/misalignment-m1/runs/household-grpo-dense-s0/config.json")
