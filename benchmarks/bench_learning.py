@@ -60,12 +60,12 @@ def run_one(cfg: TrainConfig):
 
 def table(runs: list, markdown: bool) -> str:
     """The table of the finished ``runs`` (aggregated over seeds by :mod:`rspo.analysis`)."""
-    from rspo.analysis import aggregate, results_table, summarise, to_markdown, to_text
+    from rspo.analysis import aggregate, mixed_starts, results_table, summarise, to_markdown, to_text
 
     if not runs:
         return "(no finished runs yet)"
     head, lines = results_table(aggregate(summarise(runs)))
-    return to_markdown(head, lines) if markdown else to_text(head, lines)
+    return "\n".join([to_markdown(head, lines) if markdown else to_text(head, lines), *mixed_starts(runs)])
 
 
 def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0) -> str:

@@ -223,6 +223,40 @@ EVAL_KEYS = (
 )
 
 
+def weights_fingerprint(policy) -> str:
+    """12 hex digits of a SHA-256 over the policy's weights (names and bytes, in name order): which
+    starting policy an evaluation belongs to. LoRA adapter weights are left out: they start as the
+    identity (B = 0) whatever the seed draws for A, so every seed starts from the same policy."""
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(policy.model.state_dict().items()):
+        if "lora_" in name:
+            continue
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().flatten().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:12]
+
+
+def mixed_starts(runs: list[Run]) -> list[str]:
+    """One line per environment whose ``runs`` began from different initial evaluations (success of
+    ``rows[0]``): runs trained on different machines can start from differently built warm starts,
+    and then their final successes compare less well than their changes. Empty when all agree."""
+    seen: dict[str, set[float]] = {}
+    for run in runs:
+        if run.rows and "eval/success" in run.rows[0]:
+            seen.setdefault(run.config.env, set()).add(round(100 * run.rows[0]["eval/success"], 1))
+    return [
+        f"note: the {env} runs started from {len(values)} different initial evaluations "
+        f"({', '.join(f'{v:.1f}%' for v in sorted(values))} success): warm starts built on different "
+        "machines; compare their changes rather than their final successes"
+        for env, values in sorted(seen.items())
+        if len(values) > 1
+    ]
+
+
 def initial_eval(cfg: TrainConfig) -> dict:
     """The starting policy's greedy evaluation under ``cfg``'s evaluation settings, computed once per
     ``out_dir`` and cached in ``<out_dir>/initial-<env>.json``: every run of a grid starts from the same
@@ -231,7 +265,13 @@ def initial_eval(cfg: TrainConfig) -> dict:
 
     from rspo.trainer import Trainer
 
-    key = {k: getattr(cfg, k) for k in EVAL_KEYS}
+    probe = Trainer(
+        TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
+    )
+    # the weights are part of the key: another machine can build the "same" warm start with other
+    # floats (10.2% vs 7.8% household success have been seen), and a restored cache must not stand in
+    # for the evaluation of the policy this machine's runs start from
+    key = {k: getattr(cfg, k) for k in EVAL_KEYS} | {"weights": weights_fingerprint(probe.policy)}
     path = Path(cfg.out_dir) / f"initial-{cfg.env}.json"
     saved = json.loads(path.read_text()) if path.exists() else []
     saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it
@@ -240,8 +280,7 @@ def initial_eval(cfg: TrainConfig) -> dict:
             return entry["eval"]
     # not cached, or cached by a kit version that did not log CPU time: evaluate (greedy: same numbers)
     saved = [entry for entry in saved if entry["key"] != key]
-    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
-    result = Trainer(probe).evaluate()
+    result = probe.evaluate()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(saved + [{"key": key, "eval": result}], indent=1) + "\n")
     return result

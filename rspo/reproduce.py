@@ -248,7 +248,7 @@ def write_report(profile: str, out: Path, runs: list[NotebookRun], finished_only
     profile's table runs are finished, and which are missing)."""
     import os
 
-    from rspo.analysis import aggregate, load_runs, results_table, summarise, to_markdown
+    from rspo.analysis import aggregate, load_runs, mixed_starts, results_table, summarise, to_markdown
 
     lines = [f"# rspo kit — reproduction report (`{profile}` profile)", ""]
     if finished_only:
@@ -261,6 +261,7 @@ def write_report(profile: str, out: Path, runs: list[NotebookRun], finished_only
         head, rows = results_table(aggregate(summarise(trained)))
         lines += [to_markdown(head, rows), ""]
         lines += ["Success in % (greedy evaluation), mean ± std over seeds; change = final − initial.", ""]
+        lines += [f"> {line}\n" for line in mixed_starts(trained)]
     else:
         lines += ["(no training runs in this profile's notebooks yet)", ""]
     lines += ["## Figures", ""]

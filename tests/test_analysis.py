@@ -11,13 +11,13 @@ from rspo.analysis import aggregate, load_runs, mean_std_ci, results_table, summ
 from rspo.config import TrainConfig
 
 
-def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True, cpu=False):
+def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True, cpu=False, initial=0.2):
     cfg = TrainConfig(
         env="shop", algo="grpo", reward=reward, seed=seed, iterations=iterations, out_dir=str(root)
     )
     cfg.run_dir.mkdir(parents=True)
     cfg.save(cfg.run_dir / "config.json")
-    rows = [{"iteration": 0, "eval/success": 0.2, "eval/score": 40.0, "time/eval": 6.0}]
+    rows = [{"iteration": 0, "eval/success": initial, "eval/score": 40.0, "time/eval": 6.0}]
     rows.append({"iteration": 1, "rollout/env_steps": 100, "time/iteration": 30.0})
     if finished:
         rows.append(
@@ -227,3 +227,47 @@ def test_diagnostics_average_first_and_second_half_of_training_then_seeds(tmp_pa
     # seed 0: 15% -> 35%, seed 1: 35% -> 55%; their means 25% -> 45%
     assert row["rollout success %"] == "25.0 -> 45.0"
     assert row["replay age (iters)"] == "1.00 -> 1.00" and row["explorer success %"] == ""  # not logged
+
+
+def test_runs_from_different_starting_evaluations_are_pointed_out(tmp_path):
+    from rspo.analysis import mixed_starts
+
+    fake_run(tmp_path, 0, 0.3)
+    fake_run(tmp_path, 1, 0.4)
+    assert mixed_starts(load_runs(tmp_path)) == []
+    fake_run(tmp_path, 2, 0.4, initial=0.078125)  # trained on a machine whose warm start differs
+    (line,) = mixed_starts(load_runs(tmp_path))
+    assert "shop runs started from 2 different initial evaluations (7.8%, 20.0% success)" in line
+
+
+def test_weights_fingerprint_tells_policies_apart():
+    import torch
+
+    from rspo.analysis import weights_fingerprint
+    from rspo.policies.tiny import untrained_tiny_policy
+
+    a, b = untrained_tiny_policy(0), untrained_tiny_policy(0)
+    assert weights_fingerprint(a) == weights_fingerprint(b)
+    assert weights_fingerprint(untrained_tiny_policy(1)) != weights_fingerprint(a)
+    with torch.no_grad():
+        next(b.model.parameters()).view(-1)[0] += 1e-6  # one float in the last bits
+    assert weights_fingerprint(b) != weights_fingerprint(a)
+
+
+def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
+    """A cached initial evaluation is reused only for the weights it evaluated: one restored from
+    another machine's (differently built) warm start is evaluated again, not taken over."""
+    from rspo.analysis import initial_eval, run_config
+
+    cfg = run_config("smoke", "shop", "grpo", "outcome", 0, tmp_path)
+    first = initial_eval(cfg)
+    cache = tmp_path / "initial-shop.json"
+    (entry,) = json.loads(cache.read_text())
+    assert len(entry["key"]["weights"]) == 12 and entry["eval"] == first
+    entry["eval"]["eval/success"] = 0.99  # marks a reuse
+    cache.write_text(json.dumps([entry]))
+    assert initial_eval(cfg)["eval/success"] == 0.99
+    entry["key"]["weights"] = "0" * 12  # the same settings, other weights
+    cache.write_text(json.dumps([entry]))
+    assert initial_eval(cfg)["eval/success"] == first["eval/success"]
+    assert [e["key"]["weights"] for e in json.loads(cache.read_text())][0] == "0" * 12  # kept beside
