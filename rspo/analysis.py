@@ -263,15 +263,14 @@ def initial_eval(cfg: TrainConfig) -> dict:
     policy (the warm start; LoRA adapters start as the identity), so they share it."""
     import json
 
-    from rspo.trainer import Trainer
+    from rspo.trainer import Trainer, load_policy, resolve_device
 
-    probe = Trainer(
-        TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
-    )
+    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
+    policy = load_policy(probe, resolve_device(probe)[0])  # only the policy: a cache hit needs no trainer
     # the weights are part of the key: another machine can build the "same" warm start with other
     # floats (10.2% vs 7.8% household success have been seen), and a restored cache must not stand in
     # for the evaluation of the policy this machine's runs start from
-    key = {k: getattr(cfg, k) for k in EVAL_KEYS} | {"weights": weights_fingerprint(probe.policy)}
+    key = {k: getattr(cfg, k) for k in EVAL_KEYS} | {"weights": weights_fingerprint(policy)}
     path = Path(cfg.out_dir) / f"initial-{cfg.env}.json"
     saved = json.loads(path.read_text()) if path.exists() else []
     saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it
@@ -280,7 +279,7 @@ def initial_eval(cfg: TrainConfig) -> dict:
             return entry["eval"]
     # not cached, or cached by a kit version that did not log CPU time: evaluate (greedy: same numbers)
     saved = [entry for entry in saved if entry["key"] != key]
-    result = probe.evaluate()
+    result = Trainer(probe, policy=policy).evaluate()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(saved + [{"key": key, "eval": result}], indent=1) + "\n")
     return result
