@@ -14,6 +14,7 @@ from pathlib import Path
 ALGOS = ("grpo", "ppo", "gigpo", "rloo", "turn_level")
 REWARDS = ("outcome", "dense", "rspo")
 SWAP_VARIANTS = ("offpolicy", "mixed", "schedule")
+REPLAY_SELECT = ("uniform", "signal")
 ACTION_MODES = ("score", "generate")
 LOSS_AGG = ("trajectory", "turn", "token")
 NO_SIGNAL = ("keep", "skip", "resample")
@@ -64,6 +65,7 @@ class TrainConfig:
     buffer_groups: int = 16  # replay buffer capacity in task groups (G episodes each)
     buffer_max_age: int = 2  # drop explorer groups older than this many iterations
     replay_groups: int = 8  # buffer groups replayed in each learner update
+    replay_select: str = "uniform"  # uniform (any stored group) | signal (groups the learner's estimator gets signal from)
     schedule_frac: float = 0.5  # schedule: fraction of the iterations trained on the dense reward
     # advantages
     gamma: float = 0.95  # GiGPO discount of step returns; turn_level discount
@@ -104,6 +106,7 @@ class TrainConfig:
             "show_admissible": ("auto", "yes", "no"),
             "no_signal": NO_SIGNAL,
             "swap_variant": SWAP_VARIANTS,
+            "replay_select": REPLAY_SELECT,
             "adv_norm": ("std", "none"),
             "episode_stats": ("trajectory", "turn"),
             "loss_agg": LOSS_AGG,

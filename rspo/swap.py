@@ -88,9 +88,10 @@ class ReplayBuffer:
         self.groups = deque((g for g in self.groups if g.age(now) <= self.max_age), maxlen=self.capacity)
         return before - len(self.groups)
 
-    def sample(self, n_groups: int, rng: random.Random) -> list[BufferGroup]:
-        """``n_groups`` distinct groups drawn uniformly (all of them if fewer are stored)."""
-        groups = list(self.groups)
+    def sample(self, n_groups: int, rng: random.Random, eligible=None) -> list[BufferGroup]:
+        """``n_groups`` distinct groups drawn uniformly (all of them if fewer are stored); with
+        ``eligible`` (a predicate on a :class:`BufferGroup`) only from the groups it accepts."""
+        groups = [g for g in self.groups if eligible is None or eligible(g)]
         return groups if n_groups >= len(groups) else rng.sample(groups, n_groups)
 
     def ages(self, now: int) -> list[int]:
@@ -106,6 +107,16 @@ class ReplayBuffer:
         for g in state:
             buf.groups.append(BufferGroup(list(g["episodes"]), g["iteration"]))
         return buf
+
+
+def has_signal(group: BufferGroup, cfg, spec: RewardSpec | None = None) -> bool:
+    """Whether the learner's estimator (``cfg``) gives any of the group's turns a non-zero advantage
+    once the group is relabelled with the outcome reward. A group-relative estimator (GRPO, GiGPO,
+    RLOO) learns nothing from a group whose copies all fail or all succeed; replaying it only costs
+    scoring. (GAE: wherever a return and the critic's value differ, so almost every group.)"""
+    from rspo.update import build_batch
+
+    return not build_batch(group.episodes, relabel(group.episodes, spec), cfg).no_signal_group_ids
 
 
 def importance_weights(

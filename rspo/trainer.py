@@ -255,7 +255,12 @@ class Trainer:
             self.buffer.add(explored, it)
             self.buffer.evict(it)
             rng = random.Random(_derive(cfg.seed, 4, it))
-            groups = self.buffer.sample(cfg.replay_groups, rng)
+            eligible = None
+            if cfg.replay_select == "signal":
+                from rspo.swap import has_signal
+
+                eligible = lambda g: has_signal(g, cfg, self.spec)  # noqa: E731
+            groups = self.buffer.sample(cfg.replay_groups, rng, eligible)
             replay = [replace(ep, group=k) for k, g in enumerate(groups) for ep in g.episodes]
             off, stats = swap_batch(self.policy, replay, cfg, self.spec, self.autocast)
             batch = join_batches(batch, off, cfg.swap_lambda)

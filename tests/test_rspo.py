@@ -122,6 +122,17 @@ def test_lora_explorer_and_learner_are_two_adapters_on_one_base(tmp_path, first_
     )
 
 
+def test_signal_selection_skips_replay_when_no_stored_group_has_signal(tmp_path):
+    """The untrained model never succeeds: no explorer group has outcome signal, so the signal
+    selection replays nothing where uniform selection replays (and scores) groups that train nothing."""
+    rows = {}
+    for select in ("uniform", "signal"):
+        cfg = small(tmp_path, name=select, reward="rspo", replay_select=select, no_signal="skip")
+        rows[select] = Trainer(cfg, policy=untrained_tiny_policy(0)).run()
+    assert all(r["buffer/replayed_groups"] > 0 and r["swap/turns"] == 0 for r in rows["uniform"])
+    assert all(r["buffer/replayed_groups"] == 0 and r["swap/turns"] == 0 for r in rows["signal"])
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
@@ -130,6 +141,7 @@ def test_lora_explorer_and_learner_are_two_adapters_on_one_base(tmp_path, first_
         (dict(swap_lambda=-1.0), "swap_lambda"),
         (dict(schedule_frac=1.5), "schedule_frac"),
         (dict(buffer_groups=0), "buffer_groups"),
+        (dict(replay_select="fresh"), "replay_select"),
     ],
 )
 def test_swap_config_errors(kw, match):

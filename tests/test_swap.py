@@ -12,7 +12,7 @@ import torch
 from rspo.config import TrainConfig
 from rspo.rewards import RewardSpec, compute_rewards
 from rspo.rollout import Episode, Turn
-from rspo.swap import ReplayBuffer, importance_weights, relabel
+from rspo.swap import ReplayBuffer, has_signal, importance_weights, relabel
 from rspo.update import build_batch
 
 
@@ -82,6 +82,22 @@ def test_buffer_keeps_groups_whole_bounded_and_fresh():
     assert [g.iteration for g in restored.groups] == [g.iteration for g in buf.groups]
     with pytest.raises(ValueError, match="capacity"):
         ReplayBuffer(capacity=0)
+
+
+def test_signal_selection_replays_only_groups_the_estimator_learns_from():
+    """All-fail and all-succeed groups give GRPO and GiGPO zero advantages after the relabel, so
+    ``replay_select="signal"`` samples only the mixed group; uniform sampling may draw any."""
+    buf = ReplayBuffer(capacity=8, max_age=2)
+    buf.add(explorer_group(0, [True, False]) + explorer_group(1, [False, False]), iteration=0)
+    buf.add(explorer_group(2, [True, True]), iteration=0)
+    for algo in ("grpo", "gigpo"):
+        cfg = TrainConfig(algo=algo)
+        assert [has_signal(g, cfg) for g in buf.groups] == [True, False, False]
+        for seed in range(5):
+            (picked,) = buf.sample(1, random.Random(seed), lambda g: has_signal(g, cfg))
+            assert picked is buf.groups[0]
+        assert buf.sample(3, random.Random(0), lambda g: has_signal(g, cfg)) == [buf.groups[0]]
+    assert {id(g) for s in range(20) for g in buf.sample(1, random.Random(s))} == {id(g) for g in buf.groups}
 
 
 def test_swap_batch_marks_explorer_turns_off_policy_and_join_weighs_them_by_lambda(one_thread):
