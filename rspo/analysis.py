@@ -451,6 +451,8 @@ DIAGNOSTICS = {
     "rollout/process_return": ("process return", 1.0),
     "rollout/episode_len": ("episode len", 1.0),
     "rollout/no_signal_frac": ("no-signal groups %", 100.0),
+    "loss/turns": ("turns trained", 1.0),
+    "swap/turns": ("of them replayed", 1.0),
     "explorer/success": ("explorer success %", 100.0),
     "explorer/process_return": ("explorer process return", 1.0),
     "explorer/episode_len": ("explorer episode len", 1.0),

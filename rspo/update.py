@@ -239,6 +239,7 @@ def ppo_update(
             "loss/ratio_max",
         )
     }
+    stats["loss/turns"] = len(index)  # turns the update trains on (loss weight > 0), replayed ones included
     if not index and not distributed:
         stats["loss/steps"] = 0
         return stats

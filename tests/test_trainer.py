@@ -52,6 +52,8 @@ def test_every_algo_and_reward_mode_updates_the_policy(tmp_path, algo, reward, f
         losses = {k: v for k, v in row.items() if k.startswith("loss/")}
         assert all(torch.isfinite(torch.tensor(float(v))) for v in losses.values()), losses
         assert row["rollout/episodes"] == 4 and row["loss/steps"] >= 1
+        # no_signal="keep": every own turn is trained on; RSPO adds the replayed explorer turns
+        assert row["loss/turns"] == row["rollout/turns"] + row.get("swap/turns", 0)
         assert row["adv/abs_mean"] > 0 and row["loss/grad_norm"] > 1e-4  # a real signal, not float noise
     samplers = 2 if cfg.uses_explorer else 1  # RSPO's explorer samples as many steps again
     assert rows[-1]["rollout/env_steps"] == samplers * sum(r["rollout/turns"] for r in rows)
@@ -125,6 +127,7 @@ def test_no_signal_groups_are_counted_and_skip_drops_them(tmp_path):
     cfg = small(tmp_path, name="ns", iterations=1, temperature=1.0, no_signal="skip", reward="outcome")
     _, before, rows = run(cfg)
     assert rows[0]["rollout/no_signal_groups"] == 2 and rows[0]["loss/steps"] == 0
+    assert rows[0]["loss/turns"] == 0
 
 
 def test_evaluation_reports_each_split(tmp_path):
