@@ -65,7 +65,7 @@ class TrainConfig:
     buffer_groups: int = 16  # replay buffer capacity in task groups (G episodes each)
     buffer_max_age: int = 2  # drop explorer groups older than this many iterations
     replay_groups: int = 8  # buffer groups replayed in each learner update
-    replay_select: str = "uniform"  # uniform (any stored group) | signal (groups the learner's estimator gets signal from)
+    replay_select: str = "uniform"  # uniform (any stored group) | signal (only groups with outcome signal)
     schedule_frac: float = 0.5  # schedule: fraction of the iterations trained on the dense reward
     # advantages
     gamma: float = 0.95  # GiGPO discount of step returns; turn_level discount

@@ -94,9 +94,9 @@ def test_signal_selection_replays_only_groups_the_estimator_learns_from():
         cfg = TrainConfig(algo=algo)
         assert [has_signal(g, cfg) for g in buf.groups] == [True, False, False]
         for seed in range(5):
-            (picked,) = buf.sample(1, random.Random(seed), lambda g: has_signal(g, cfg))
+            (picked,) = buf.sample(1, random.Random(seed), lambda g, cfg=cfg: has_signal(g, cfg))
             assert picked is buf.groups[0]
-        assert buf.sample(3, random.Random(0), lambda g: has_signal(g, cfg)) == [buf.groups[0]]
+        assert buf.sample(3, random.Random(0), lambda g, cfg=cfg: has_signal(g, cfg)) == [buf.groups[0]]
     assert {id(g) for s in range(20) for g in buf.sample(1, random.Random(s))} == {id(g) for g in buf.groups}
 
 
