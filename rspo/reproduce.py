@@ -202,15 +202,17 @@ def table_parameters(profile: str) -> dict:
 
 def table_status(profile: str, out: Path) -> tuple[list, list]:
     """The TrainConfigs of the profile's table runs (envs x algos x rewards x seeds, rewards
-    :data:`rspo.config.REWARDS`) split into finished and missing, by what its runs folder holds; a
-    run there with another config counts as missing. Trains nothing."""
-    from rspo.analysis import finished_run, grid_configs
+    :data:`rspo.config.REWARDS`, then notebook 05's ablation runs) split into finished and missing,
+    by what its runs folder holds; a run there with another config counts as missing. Trains nothing."""
+    from rspo.analysis import ablation_configs, finished_run, grid_configs
     from rspo.config import REWARDS
 
     t = table_parameters(profile)
     where = runs_dir(profile, out)
+    configs = grid_configs(t["profile"], where, t["envs"], t["algos"], REWARDS, t["seeds"])
+    configs += ablation_configs(t["profile"], where, t["envs"], t["ablations"], t["ablation_seeds"])
     done, missing = [], []
-    for cfg in grid_configs(t["profile"], where, t["envs"], t["algos"], REWARDS, t["seeds"]):
+    for cfg in configs:
         try:
             ok = finished_run(cfg) is not None
         except ValueError:  # a run of another config under this name
@@ -220,7 +222,8 @@ def table_status(profile: str, out: Path) -> tuple[list, list]:
 
 
 def _status_lines(done: list, missing: list) -> list[str]:
-    """The finished-only report's opening: K of N runs finished, the missing ones by env-algo-reward."""
+    """The finished-only report's opening: K of N runs finished, the missing ones by name without
+    the seed (env-algo-reward, or an ablation's env-grpo-rspo-key=value)."""
     total = len(done) + len(missing)
     if not missing:
         return [
@@ -233,12 +236,12 @@ def _status_lines(done: list, missing: list) -> list[str]:
         "(`--finished-only`: notebooks 03–05 trained nothing; their tables and figures are over the "
         "finished runs).",
         "",
-        "Missing runs (env-algo-reward: seeds):",
+        "Missing runs (name: seeds):",
         "",
     ]
     seeds: dict[str, list[int]] = {}
     for cfg in missing:
-        seeds.setdefault(f"{cfg.env}-{cfg.algo}-{cfg.reward}", []).append(cfg.seed)
+        seeds.setdefault(cfg.name.removesuffix(f"-s{cfg.seed}"), []).append(cfg.seed)
     lines += [f"- {name}: {', '.join(map(str, s))}" for name, s in seeds.items()]
     return lines + [""]
 

@@ -59,8 +59,9 @@ def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, mo
     report = job.reproduce("smoke", out, ["03", "04", "05"], write=lambda *_: None, finished_only=True)
     assert file_snapshot(runs) == before  # nothing trained, nothing written
     text = report.read_text()
-    assert "partial report: 1 of 9 runs of the profile finished" in text
+    assert "partial report: 1 of 11 runs of the profile finished" in text  # 9 in the table, 2 ablations
     assert "- shop-grpo-dense: 0" in text and "- shop-grpo-outcome: 0" not in text
+    assert "- shop-grpo-rspo-swap_variant=mixed: 0" in text
     assert "| shop | grpo | outcome | 1 |" in text  # the results table over the finished run
 
     def printed(name):
