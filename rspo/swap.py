@@ -113,7 +113,7 @@ def has_signal(group: BufferGroup, cfg, spec: RewardSpec | None = None) -> bool:
     """Whether the learner's estimator (``cfg``) gives any of the group's turns a non-zero advantage
     once the group is relabelled with the outcome reward. A group-relative estimator (GRPO, GiGPO,
     RLOO) learns nothing from a group whose copies all fail or all succeed; replaying it only costs
-    scoring. (GAE: wherever a return and the critic's value differ, so almost every group.)"""
+    scoring. (GAE, judged with the values stored at collection: almost every group has signal.)"""
     from rspo.update import build_batch
 
     return not build_batch(group.episodes, relabel(group.episodes, spec), cfg).no_signal_group_ids
