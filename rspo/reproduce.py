@@ -210,7 +210,8 @@ def table_status(profile: str, out: Path) -> tuple[list, list]:
     t = table_parameters(profile)
     where = runs_dir(profile, out)
     configs = grid_configs(t["profile"], where, t["envs"], t["algos"], REWARDS, t["seeds"])
-    configs += ablation_configs(t["profile"], where, t["envs"], t["ablations"], t["ablation_seeds"])
+    ablation_seeds = [s for s in t["seeds"] if s in t["ablation_seeds"]]  # as notebook 05 runs them
+    configs += ablation_configs(t["profile"], where, t["envs"], t["ablations"], ablation_seeds)
     done, missing = [], []
     for cfg in configs:
         try:

@@ -226,8 +226,9 @@ class Trainer:
         """RSPO's explorer half of an iteration: explorer rollout on the same tasks, the learner's
         batch extended with outcome-relabelled explorer turns, the explorer's dense-reward update."""
         from dataclasses import replace
+        from functools import partial
 
-        from rspo.swap import swap_batch
+        from rspo.swap import has_signal, swap_batch
         from rspo.update import join_batches
 
         cfg = self.cfg
@@ -255,11 +256,7 @@ class Trainer:
             self.buffer.add(explored, it)
             self.buffer.evict(it)
             rng = random.Random(_derive(cfg.seed, 4, it))
-            eligible = None
-            if cfg.replay_select == "signal":
-                from rspo.swap import has_signal
-
-                eligible = lambda g: has_signal(g, cfg, self.spec)  # noqa: E731
+            eligible = partial(has_signal, cfg=cfg, spec=self.spec) if cfg.replay_select == "signal" else None
             groups = self.buffer.sample(cfg.replay_groups, rng, eligible)
             replay = [replace(ep, group=k) for k, g in enumerate(groups) for ep in g.episodes]
             off, stats = swap_batch(self.policy, replay, cfg, self.spec, self.autocast)

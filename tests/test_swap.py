@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import random
 
@@ -91,12 +92,12 @@ def test_signal_selection_replays_only_groups_the_estimator_learns_from():
     buf.add(explorer_group(0, [True, False]) + explorer_group(1, [False, False]), iteration=0)
     buf.add(explorer_group(2, [True, True]), iteration=0)
     for algo in ("grpo", "gigpo"):
-        cfg = TrainConfig(algo=algo)
-        assert [has_signal(g, cfg) for g in buf.groups] == [True, False, False]
+        eligible = functools.partial(has_signal, cfg=TrainConfig(algo=algo))
+        assert [eligible(g) for g in buf.groups] == [True, False, False]
         for seed in range(5):
-            (picked,) = buf.sample(1, random.Random(seed), lambda g, cfg=cfg: has_signal(g, cfg))
+            (picked,) = buf.sample(1, random.Random(seed), eligible)
             assert picked is buf.groups[0]
-        assert buf.sample(3, random.Random(0), lambda g, cfg=cfg: has_signal(g, cfg)) == [buf.groups[0]]
+        assert buf.sample(3, random.Random(0), eligible) == [buf.groups[0]]
     assert {id(g) for s in range(20) for g in buf.sample(1, random.Random(s))} == {id(g) for g in buf.groups}
 
 
