@@ -58,13 +58,15 @@ def run_one(cfg: TrainConfig):
     return ensure_run(cfg)
 
 
-def table(runs: list, markdown: bool) -> str:
-    """The table of the finished ``runs`` (aggregated over seeds by :mod:`rspo.analysis`)."""
+def table(runs: list, markdown: bool, split: str = "") -> str:
+    """The table of the finished ``runs`` (aggregated over seeds by :mod:`rspo.analysis`); ``split``:
+    success on that evaluation split only (:func:`rspo.analysis.summarise`)."""
     from rspo.analysis import aggregate, mixed_starts, results_table, summarise, to_markdown, to_text
 
-    if not runs:
-        return "(no finished runs yet)"
-    head, lines = results_table(aggregate(summarise(runs)))
+    rows = summarise(runs, split)
+    if not rows:
+        return "(no finished runs yet)" if not runs else f"(no finished run evaluated on split {split!r})"
+    head, lines = results_table(aggregate(rows))
     return "\n".join([to_markdown(head, lines) if markdown else to_text(head, lines), *mixed_starts(runs)])
 
 
@@ -114,6 +116,12 @@ def main() -> None:
     )
     parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")
     parser.add_argument("--markdown", action="store_true", help="the table as Markdown")
+    parser.add_argument(
+        "--split",
+        default="",
+        help="success on this evaluation split only (eval/<split>/success): e.g. valid_unseen, or pool "
+        "(the training tasks of runs with --set task_pool=N)",
+    )
     parser.add_argument(
         "--diagnose",
         action="store_true",
@@ -165,7 +173,7 @@ def main() -> None:
                 flush=True,
             )
     runs = [done[c.name] for c in configs if c.name in done]  # in the grid's order
-    print(table(runs, args.markdown))
+    print(table(runs, args.markdown, args.split))
     print(budget(configs, runs))
     if args.diagnose and runs:
         from rspo.analysis import diagnostics_table, to_markdown, to_text

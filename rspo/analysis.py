@@ -271,6 +271,8 @@ def initial_eval(cfg: TrainConfig) -> dict:
     # floats (10.2% vs 7.8% household success have been seen), and a restored cache must not stand in
     # for the evaluation of the policy this machine's runs start from
     key = {k: getattr(cfg, k) for k in EVAL_KEYS} | {"weights": weights_fingerprint(policy)}
+    if cfg.task_pool:  # the pool's evaluation too (keys without it stay those cached before task_pool)
+        key["task_pool"] = cfg.task_pool
     path = Path(cfg.out_dir) / f"initial-{cfg.env}.json"
     saved = json.loads(path.read_text()) if path.exists() else []
     saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it
@@ -345,11 +347,16 @@ def gather_runs(configs, train: bool = True, verbose: bool = False) -> tuple[lis
     return runs, missing
 
 
-def summarise(runs: list[Run]) -> list[dict]:
-    """One row per run: env, algo, reward, seed, initial/final success (%) and score, steps, minutes."""
+def summarise(runs: list[Run], split: str = "") -> list[dict]:
+    """One row per run: env, algo, reward, seed, initial/final success (%) and score, steps, minutes.
+
+    ``split``: success and score on one evaluation split (``eval/<split>/*``: ``valid_unseen``, or
+    ``pool``, the training tasks of a ``task_pool`` run) instead of all of them (``eval/*``); runs that
+    did not evaluate on it are left out."""
+    prefix = f"eval/{split}/" if split else "eval/"
     out = []
     for run in runs:
-        if not run.rows or "eval/success" not in run.rows[0]:
+        if not run.rows or f"{prefix}success" not in run.rows[0]:
             continue
         first, last = run.rows[0], run.rows[-1]
         wall = first.get("time/eval", 0.0) + sum(r.get("time/iteration", 0.0) for r in run.rows[1:])
@@ -361,10 +368,10 @@ def summarise(runs: list[Run]) -> list[dict]:
         row["reward"] = method_name(cfg)
         row.update(
             seed=cfg.seed,
-            initial=100 * first["eval/success"],
-            final=100 * last.get("eval/success", math.nan),
-            initial_score=first.get("eval/score", math.nan),
-            final_score=last.get("eval/score", math.nan),
+            initial=100 * first[f"{prefix}success"],
+            final=100 * last.get(f"{prefix}success", math.nan),
+            initial_score=first.get(f"{prefix}score", math.nan),
+            final_score=last.get(f"{prefix}score", math.nan),
             env_steps=last.get("rollout/env_steps", 0),
             iterations=last.get("iteration", 0),
             minutes=wall / 60,

@@ -47,6 +47,7 @@ class TrainConfig:
     iterations: int = 40  # training iterations (rollout + update)
     tasks_per_iter: int = 8  # B tasks per iteration
     group_size: int = 4  # G copies of each task (the GRPO/GiGPO group)
+    task_pool: int = 0  # train on a fixed pool of N train tasks (0 = all of them); eval adds eval/pool/*
     history: int = 2  # H observation/action pairs in each prompt
     show_admissible: str = "auto"  # list admissible actions: auto (as warm-started) | yes | no
     max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
@@ -147,9 +148,15 @@ class TrainConfig:
             "resample_tries",
             "threads",
             "buffer_max_age",
+            "task_pool",
         ):
             if getattr(self, key) < 0:
                 raise ValueError(f"TrainConfig.{key} must be >= 0, got {getattr(self, key)}")
+        if 0 < self.task_pool < self.tasks_per_iter:
+            raise ValueError(
+                f"TrainConfig.task_pool={self.task_pool} must be 0 (the whole train split) or at least "
+                f"tasks_per_iter={self.tasks_per_iter} (an iteration draws that many distinct tasks)"
+            )
         if not 0.0 <= self.misalignment <= 1.0:
             raise ValueError(f"TrainConfig.misalignment must be in [0, 1], got {self.misalignment}")
         if self.temperature <= 0:

@@ -35,10 +35,20 @@ from rspo.rewards import RewardSpec, compute_rewards
 from rspo.rollout import Episode, collect, make_envs
 from rspo.update import TurnBatch, build_batch, ppo_update
 
+POOL_SEED = 20260701  # TrainConfig.task_pool's draw: one pool per size, shared by every run
+
 
 def _derive(seed: int, *parts: int) -> int:
     """A 63-bit seed from ``seed`` and integer ``parts`` (stable across machines and runs)."""
     return random.Random(f"{seed}:" + ":".join(map(str, parts))).getrandbits(63)
+
+
+def pool_tasks(task_ids: list[str], n: int) -> list[str]:
+    """The fixed pool of ``n`` training tasks ``TrainConfig.task_pool`` names: drawn with a fixed seed,
+    so every run (any seed, algo or reward) of a pool size trains on the same tasks."""
+    if not 0 < n <= len(task_ids):
+        raise ValueError(f"a task pool holds 1..{len(task_ids)} tasks, got {n}")
+    return random.Random(POOL_SEED).sample(list(task_ids), n)
 
 
 def _success_keys(episodes: list[Episode]) -> set[str]:
@@ -122,6 +132,8 @@ class Trainer:
         n = self.local_tasks * cfg.group_size
         self.envs = make_envs(cfg.env, "train", n, **env_options)
         self.train_tasks = self.envs[0].task_ids
+        if cfg.task_pool:
+            self.train_tasks = pool_tasks(self.train_tasks, cfg.task_pool)
         self.eval_envs: dict[str, list] = {}
         self.env_options = env_options
         self.spec = RewardSpec(cfg.outcome_scale, cfg.invalid_penalty, cfg.process_weight)
@@ -321,7 +333,8 @@ class Trainer:
         )
 
     def evaluate(self) -> dict:
-        """Greedy success (and score) of the current policy on the environment's evaluation splits."""
+        """Greedy success (and score) of the current policy on the environment's evaluation splits; with
+        ``task_pool``, also on the pool's training tasks (``eval/pool/*``, kept out of ``eval/success``)."""
         from rspo import envs as envs_mod
 
         cfg = self.cfg
@@ -334,30 +347,42 @@ class Trainer:
                 n = len(probe) if cfg.eval_tasks == 0 else min(cfg.eval_tasks, len(probe))
                 self.eval_envs[split] = make_envs(cfg.env, split, n, **self.env_options)
             envs = self.eval_envs[split]
-            tasks = self.dist.share(envs[0].task_ids[: len(envs)])
-            with self.autocast():
-                episodes = collect(
-                    self.policy,
-                    envs,
-                    tasks,
-                    1,
-                    history=cfg.history,
-                    show_admissible=self.show_admissible,
-                    greedy=True,
-                )
-            mine = [(ep.won, ep.score, len(ep)) for ep in episodes]
-            results = [r for part in self.dist.gather(mine) for r in part]
-            s = sum(r[0] for r in results) / len(results)
-            sc = 100.0 * sum(r[1] for r in results) / len(results)
-            out[f"eval/{split}/success"], out[f"eval/{split}/score"] = s, sc
-            out[f"eval/{split}/episode_len"] = sum(r[2] for r in results) / len(results)
-            succ.append(s), score.append(sc), weights.append(len(results))
+            n = self._eval_tasks(split, envs, envs[0].task_ids[: len(envs)], out)
+            succ.append(out[f"eval/{split}/success"]), score.append(out[f"eval/{split}/score"])
+            weights.append(n)
         total = sum(weights)
         out["eval/success"] = sum(s * w for s, w in zip(succ, weights, strict=True)) / total
         out["eval/score"] = sum(s * w for s, w in zip(score, weights, strict=True)) / total
+        if cfg.task_pool:
+            if "pool" not in self.eval_envs:
+                self.eval_envs["pool"] = make_envs(
+                    cfg.env, "train", len(self.train_tasks), **self.env_options
+                )
+            self._eval_tasks("pool", self.eval_envs["pool"], self.train_tasks, out)
         out["time/eval"] = time.perf_counter() - t0
         out["time/cpu_eval"] = time.process_time() - c0
         return out
+
+    def _eval_tasks(self, label: str, envs: list, task_ids: list[str], out: dict) -> int:
+        """One greedy episode per task (shared among processes): ``eval/<label>/{success,score,
+        episode_len}`` into ``out``; the number of episodes."""
+        cfg = self.cfg
+        with self.autocast():
+            episodes = collect(
+                self.policy,
+                envs,
+                self.dist.share(task_ids),
+                1,
+                history=cfg.history,
+                show_admissible=self.show_admissible,
+                greedy=True,
+            )
+        mine = [(ep.won, ep.score, len(ep)) for ep in episodes]
+        results = [r for part in self.dist.gather(mine) for r in part]
+        out[f"eval/{label}/success"] = sum(r[0] for r in results) / len(results)
+        out[f"eval/{label}/score"] = 100.0 * sum(r[1] for r in results) / len(results)
+        out[f"eval/{label}/episode_len"] = sum(r[2] for r in results) / len(results)
+        return len(results)
 
     # --- checkpoints ----------------------------------------------------------------------------
     def save_checkpoint(self, extra: dict | None = None) -> None:

@@ -271,3 +271,20 @@ def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
     cache.write_text(json.dumps([entry]))
     assert initial_eval(cfg)["eval/success"] == first["eval/success"]
     assert [e["key"]["weights"] for e in json.loads(cache.read_text())][0] == "0" * 12  # kept beside
+
+
+def test_summarise_one_split_reads_its_keys_and_leaves_out_runs_without_it(tmp_path):
+    fake_run(tmp_path, 0, 0.30)
+    pooled = TrainConfig(env="shop", algo="grpo", reward="dense", seed=0, iterations=1, out_dir=str(tmp_path))
+    pooled.run_dir.mkdir(parents=True)
+    pooled.save(pooled.run_dir / "config.json")
+    rows = [
+        {"iteration": 0, "eval/success": 0.2, "eval/pool/success": 0.25, "eval/pool/score": 30.0},
+        {"iteration": 1, "eval/success": 0.2, "eval/pool/success": 0.5, "eval/pool/score": 60.0},
+    ]
+    (pooled.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runs = load_runs(tmp_path)
+    assert len(summarise(runs)) == 2
+    (row,) = summarise(runs, "pool")
+    assert row["reward"] == "dense" and (row["initial"], row["final"]) == (25.0, 50.0)
+    assert (row["initial_score"], row["final_score"]) == (30.0, 60.0)

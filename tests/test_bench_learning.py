@@ -25,6 +25,11 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     row = next(line for line in again.stdout.splitlines() if line.startswith("| shop | grpo | rspo |"))
     assert header.split("|")[-2].strip() == "CPU min/run" and float(row.split("|")[-2]) >= 0.0  # logged
     assert "projected run time of all 2 runs at the medians: 0.0 h" in again.stdout
+    # --split: one evaluation split's success; runs that never evaluated on it are left out
+    split = subprocess.run(
+        cmd + ["--table-only", "--split", "pool"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert split.returncode == 0 and "(no finished run evaluated on split 'pool')" in split.stdout
     # the time figures over a larger set: unfinished combinations are named, not guessed
     more = cmd[:-1] + ["--table-only", "--seeds", "0", "1", "--rewards", "outcome", "dense", "rspo"]
     shown = subprocess.run(more, capture_output=True, text=True, timeout=600, cwd=ROOT)

@@ -209,3 +209,31 @@ def test_distinct_successes_count_each_task_and_action_sequence_once():
         + [ep("t2", ["a", "b"], True), ep("t2", ["x"], False)]
     )
     assert len(keys) == 3
+
+
+def test_task_pool_trains_on_a_fixed_pool_and_evaluates_it_apart(tmp_path):
+    from rspo.trainer import pool_tasks
+
+    everything = [f"train/{i:05d}" for i in range(100)]
+    pool = pool_tasks(everything, 5)
+    assert len(set(pool)) == 5 and set(pool) <= set(everything)
+    assert pool_tasks(everything, 5) == pool  # the same pool for every run
+    with pytest.raises(ValueError, match="1..100 tasks"):
+        pool_tasks(everything, 101)
+    cfg = small(tmp_path, name="pool", iterations=3, eval_every=3, eval_tasks=2, task_pool=3)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    assert trainer.train_tasks == pool_tasks(trainer.envs[0].task_ids, 3)
+    drawn = {t for it in range(1, 4) for t in trainer.sample_tasks(it)}
+    assert drawn <= set(trainer.train_tasks)
+    rows = trainer.run()
+    for row in (rows[0], rows[-1]):
+        assert {"eval/pool/success", "eval/pool/score", "eval/pool/episode_len"} <= set(row)
+        # the pool is reported apart: eval/success is still the valid splits' (2 tasks each)
+        splits = [row[f"eval/{s}/success"] for s in ("valid_seen", "valid_unseen")]
+        assert row["eval/success"] == pytest.approx(sum(splits) / 2)
+
+
+@pytest.mark.parametrize("pool", [-1, 1])
+def test_task_pool_smaller_than_an_iteration_is_a_config_error(pool):
+    with pytest.raises(ValueError, match="task_pool"):
+        TrainConfig(tasks_per_iter=2, task_pool=pool)
