@@ -221,6 +221,9 @@ EVAL_KEYS = (
     "max_prompt_tokens",
     "max_new_tokens",
 )
+# fields added to the evaluation after caches were written: in the key only when set, so that the
+# entries cached without them (their default) still hit
+EVAL_KEYS_IF_SET = ("task_pool",)
 
 
 def weights_fingerprint(policy) -> str:
@@ -271,8 +274,7 @@ def initial_eval(cfg: TrainConfig) -> dict:
     # floats (10.2% vs 7.8% household success have been seen), and a restored cache must not stand in
     # for the evaluation of the policy this machine's runs start from
     key = {k: getattr(cfg, k) for k in EVAL_KEYS} | {"weights": weights_fingerprint(policy)}
-    if cfg.task_pool:  # the pool's evaluation too (keys without it stay those cached before task_pool)
-        key["task_pool"] = cfg.task_pool
+    key |= {k: getattr(cfg, k) for k in EVAL_KEYS_IF_SET if getattr(cfg, k)}
     path = Path(cfg.out_dir) / f"initial-{cfg.env}.json"
     saved = json.loads(path.read_text()) if path.exists() else []
     saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it

@@ -340,19 +340,17 @@ class Trainer:
         cfg = self.cfg
         t0, c0 = time.perf_counter(), time.process_time()
         out: dict = {}
-        succ, score, weights = [], [], []
+        counts: dict[str, int] = {}  # episodes per split: eval/success and eval/score weigh by them
         for split in envs_mod.env_class(cfg.env).eval_splits:
             if split not in self.eval_envs:
                 probe = envs_mod.make(cfg.env, split=split, **self.env_options)
                 n = len(probe) if cfg.eval_tasks == 0 else min(cfg.eval_tasks, len(probe))
                 self.eval_envs[split] = make_envs(cfg.env, split, n, **self.env_options)
             envs = self.eval_envs[split]
-            n = self._eval_tasks(split, envs, envs[0].task_ids[: len(envs)], out)
-            succ.append(out[f"eval/{split}/success"]), score.append(out[f"eval/{split}/score"])
-            weights.append(n)
-        total = sum(weights)
-        out["eval/success"] = sum(s * w for s, w in zip(succ, weights, strict=True)) / total
-        out["eval/score"] = sum(s * w for s, w in zip(score, weights, strict=True)) / total
+            counts[split] = self._eval_tasks(split, envs, envs[0].task_ids[: len(envs)], out)
+        total = sum(counts.values())
+        for key in ("success", "score"):
+            out[f"eval/{key}"] = sum(out[f"eval/{s}/{key}"] * n for s, n in counts.items()) / total
         if cfg.task_pool:
             if "pool" not in self.eval_envs:
                 self.eval_envs["pool"] = make_envs(
