@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tiny_fixtures import household_texts, make_model, make_tokenizer
 
 from rspo.policies import LMPolicy, Policy, TurnInput, default_lora_config, parse_action
-from rspo.policies.scoring import score_rows
+from rspo.policies.scoring import head_split, pack_rows, score_rows, score_segments
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -91,6 +91,74 @@ def test_shared_prompt_scoring_equals_naive(demos, model, policy, attn):
             )
     finally:
         model.set_attn_implementation("sdpa")
+
+
+class Wrapped(torch.nn.Module):
+    """``model`` behind its own forward, its logits times ``scale``; no decoder/head parts unless
+    ``parts`` - so :func:`head_split` must either find the scale or not be offered the split."""
+
+    def __init__(self, model, scale=1.0, parts=True):
+        super().__init__()
+        self.inner, self.scale, self.parts = model, scale, parts
+
+    def get_input_embeddings(self):
+        return self.inner.get_input_embeddings()
+
+    def get_decoder(self):
+        return self.inner.get_decoder() if self.parts else None
+
+    def get_output_embeddings(self):
+        return self.inner.get_output_embeddings() if self.parts else None
+
+    def forward(self, **kwargs):
+        out = self.inner(**kwargs)
+        out.logits = out.logits * self.scale
+        return out
+
+
+def packed(demos, policy):
+    pairs = cases(demos)[:3]
+    return pack_rows(
+        [policy.encode_prompt(p) for p, _ in pairs],
+        [[policy.encode_completion(a) for a in c] for _, c in pairs],
+        policy.pad_id,
+    )
+
+
+def test_head_split_scores_and_gradients_equal_the_full_forward(demos, model, policy):
+    batch = packed(demos, policy)
+    assert head_split(model, batch) is not None  # a plain Qwen3: logits = lm_head(final norm output)
+    own = Wrapped(model, parts=False)  # the same model through its own forward
+    assert head_split(own, batch) is None
+    results = []
+    for m in (model, own):
+        model.zero_grad(set_to_none=True)
+        out = score_segments(m, batch, temperature=1.7, entropy=True, hidden=True)
+        (out.token_logp.sum() + out.token_entropy.sum() + out.prompt_hidden.sum()).backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        results.append((out, grads))
+    (a, ga), (b, gb) = results
+    assert len(ga) == len(gb) > 0
+    for x, y in [(a.token_logp, b.token_logp), (a.token_entropy, b.token_entropy)]:
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(a.prompt_hidden, b.prompt_hidden)
+    for x, y in zip(ga, gb, strict=True):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-4)
+    model.zero_grad(set_to_none=True)
+
+
+def test_a_model_that_scales_its_logits_is_scored_through_its_own_forward(demos, model, policy):
+    batch = packed(demos, policy)
+    scaled = Wrapped(model, scale=0.5)  # offers the parts, but its logits are not head(hidden)
+    assert head_split(scaled, batch) is None
+    was = model.training
+    model.train()  # the check runs in eval mode and restores the caller's mode
+    assert head_split(Wrapped(model, scale=0.5), batch) is None and model.training
+    model.train(was)
+    with torch.no_grad():
+        got = score_segments(scaled, batch).token_logp
+        plain = score_segments(model, batch, temperature=2.0).token_logp  # logits / 2 = logits * 0.5
+    torch.testing.assert_close(got, plain, atol=1e-5, rtol=1e-5)
 
 
 def test_one_row_per_candidate_layout_equals_shared(demos, model, policy):

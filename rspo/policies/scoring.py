@@ -14,6 +14,10 @@ prompt once, followed by all candidates, and a 4-D attention mask keeps the cand
 - prompts are left-padded so that every row's last prompt token is at the same column (``start - 1``):
   the logits of all candidate tokens then lie in the last ``T - start + 1`` columns, and the model is
   asked for those logits only (``logits_to_keep``) - never for the prompt's ``(B, P, V)`` logits;
+- better still, where a model's logits are its output head applied to its decoder's last hidden state
+  (checked once per model, :func:`head_split`), the decoder runs alone and the head sees only the ``M``
+  columns that predict a continuation token: no ``(B, T - start + 1, V)`` logits are made and indexed,
+  nor, in the backward pass, scattered back (``benchmarks/bench_scoring_head.py`` measures the gain);
 - a padding column attends to itself only, so no softmax row is empty (an all-masked row gives NaN).
 
 The mask is additive (0 where allowed, the dtype's minimum elsewhere), which both the ``sdpa`` and the
@@ -25,6 +29,7 @@ baseline the speed-up is measured against (the tests check them all against plai
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -132,6 +137,65 @@ class SegmentScores:
     prompt_hidden: torch.Tensor | None  # (B, H) final hidden state at each row's last prompt token
 
 
+_HEAD_SPLIT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> the check's verdict
+
+
+def _forward_kept(model: torch.nn.Module, batch: SegmentBatch, hidden: bool):
+    """The model's own forward: logits of columns ``start - 1 .. T - 1`` (+ hidden states if asked)."""
+    embed = model.get_input_embeddings().weight
+    device = embed.device
+    return model(
+        input_ids=batch.input_ids.to(device),
+        attention_mask=attention_bias(batch.segment.to(device), embed.dtype),
+        position_ids=batch.position_ids.to(device),
+        logits_to_keep=batch.input_ids.shape[1] - batch.start + 1,
+        output_hidden_states=hidden,
+        use_cache=False,
+    )
+
+
+def _decoder_hidden(decoder: torch.nn.Module, model: torch.nn.Module, batch: SegmentBatch) -> torch.Tensor:
+    """The decoder's last hidden state ``(B, T, H)`` of a packed batch (no output head)."""
+    embed = model.get_input_embeddings().weight
+    device = embed.device
+    return decoder(
+        input_ids=batch.input_ids.to(device),
+        attention_mask=attention_bias(batch.segment.to(device), embed.dtype),
+        position_ids=batch.position_ids.to(device),
+        use_cache=False,
+    ).last_hidden_state
+
+
+def head_split(model: torch.nn.Module, batch: SegmentBatch):
+    """``(decoder, head)`` when ``model``'s logits equal ``head(decoder(...).last_hidden_state)`` on
+    ``batch``, else None (a model that scales or caps its logits, or has no such parts). Checked once per
+    model, in eval mode (dropout off) and without gradient, against the model's own forward."""
+    verdict = _HEAD_SPLIT.get(model)
+    if verdict is not None:
+        return (model.get_decoder(), model.get_output_embeddings()) if verdict else None
+    ok = False
+    get_decoder = getattr(model, "get_decoder", None)
+    get_head = getattr(model, "get_output_embeddings", None)
+    decoder = get_decoder() if callable(get_decoder) else None
+    head = get_head() if callable(get_head) else None
+    if decoder is not None and head is not None:
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                want = _forward_kept(model, batch, hidden=False).logits.float()
+                h = _decoder_hidden(decoder, model, batch)[:, batch.start - 1 :]
+                got = head(h).float()
+            tol = 1e-4 if h.dtype == torch.float32 else 3e-2
+            ok = got.shape == want.shape and torch.allclose(got, want, rtol=tol, atol=tol * want.abs().max())
+        except (TypeError, ValueError, RuntimeError, AttributeError):
+            ok = False
+        finally:
+            model.train(was_training)
+    _HEAD_SPLIT[model] = ok
+    return (decoder, head) if ok else None
+
+
 def score_segments(
     model: torch.nn.Module,
     batch: SegmentBatch,
@@ -145,23 +209,23 @@ def score_segments(
     ``token_logp[m] = log_softmax(logits[tok_row[m], tok_src[m]] / temperature)[tok_id[m]]``. Gradients
     flow unless the caller disables them.
     """
-    embed = model.get_input_embeddings().weight
-    device, dtype = embed.device, embed.dtype
-    keep = batch.input_ids.shape[1] - batch.start + 1  # logits of columns start-1 .. T-1
-    out = model(
-        input_ids=batch.input_ids.to(device),
-        attention_mask=attention_bias(batch.segment.to(device), dtype),
-        position_ids=batch.position_ids.to(device),
-        logits_to_keep=keep,
-        output_hidden_states=hidden,
-        use_cache=False,
-    )
-    rows, src = batch.tok_row.to(device), batch.tok_src.to(device) - (batch.start - 1)
-    logits = out.logits[rows, src].float() / temperature  # (M, V)
+    device = model.get_input_embeddings().weight.device
+    rows, src, ids = batch.tok_row.to(device), batch.tok_src.to(device), batch.tok_id.to(device)
+    split = head_split(model, batch)
+    if split is not None:  # the head on the M predicting columns only
+        decoder, head = split
+        states = _decoder_hidden(decoder, model, batch)  # (B, T, H)
+        logits = head(states[rows, src]).float()  # (M, V)
+        prompt_hidden = states[:, batch.start - 1] if hidden else None  # (B, H)
+    else:  # the model's own forward, logits of the kept columns
+        out = _forward_kept(model, batch, hidden)
+        logits = out.logits[rows, src - (batch.start - 1)].float()  # (M, V)
+        prompt_hidden = out.hidden_states[-1][:, batch.start - 1] if hidden else None  # (B, H)
+    if temperature != 1.0:
+        logits = logits / temperature
     logp_all = torch.log_softmax(logits, dim=-1)  # (M, V)
-    token_logp = logp_all.gather(1, batch.tok_id.to(device)[:, None]).squeeze(1)  # (M,)
+    token_logp = logp_all.gather(1, ids[:, None]).squeeze(1)  # (M,)
     token_entropy = -(logp_all.exp() * logp_all).sum(-1) if entropy else None  # (M,)
-    prompt_hidden = out.hidden_states[-1][:, batch.start - 1] if hidden else None  # (B, H)
     return SegmentScores(token_logp, token_entropy, prompt_hidden)
 
 
