@@ -140,30 +140,26 @@ class SegmentScores:
 _HEAD_SPLIT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> the check's verdict
 
 
-def _forward_kept(model: torch.nn.Module, batch: SegmentBatch, hidden: bool):
-    """The model's own forward: logits of columns ``start - 1 .. T - 1`` (+ hidden states if asked)."""
+def _inputs(model: torch.nn.Module, batch: SegmentBatch) -> dict:
+    """The keyword arguments of a forward over a packed batch, on the model's device and dtype."""
     embed = model.get_input_embeddings().weight
-    device = embed.device
-    return model(
-        input_ids=batch.input_ids.to(device),
-        attention_mask=attention_bias(batch.segment.to(device), embed.dtype),
-        position_ids=batch.position_ids.to(device),
-        logits_to_keep=batch.input_ids.shape[1] - batch.start + 1,
-        output_hidden_states=hidden,
+    return dict(
+        input_ids=batch.input_ids.to(embed.device),
+        attention_mask=attention_bias(batch.segment.to(embed.device), embed.dtype),
+        position_ids=batch.position_ids.to(embed.device),
         use_cache=False,
     )
 
 
+def _forward_kept(model: torch.nn.Module, batch: SegmentBatch, hidden: bool):
+    """The model's own forward: logits of columns ``start - 1 .. T - 1`` (+ hidden states if asked)."""
+    keep = batch.input_ids.shape[1] - batch.start + 1
+    return model(**_inputs(model, batch), logits_to_keep=keep, output_hidden_states=hidden)
+
+
 def _decoder_hidden(decoder: torch.nn.Module, model: torch.nn.Module, batch: SegmentBatch) -> torch.Tensor:
     """The decoder's last hidden state ``(B, T, H)`` of a packed batch (no output head)."""
-    embed = model.get_input_embeddings().weight
-    device = embed.device
-    return decoder(
-        input_ids=batch.input_ids.to(device),
-        attention_mask=attention_bias(batch.segment.to(device), embed.dtype),
-        position_ids=batch.position_ids.to(device),
-        use_cache=False,
-    ).last_hidden_state
+    return decoder(**_inputs(model, batch)).last_hidden_state
 
 
 def head_split(model: torch.nn.Module, batch: SegmentBatch):
