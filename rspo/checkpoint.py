@@ -27,6 +27,7 @@ MAY_DIFFER = {
     "device",
     "threads",
     "extra",
+    "out_dir",  # where the run lies: the run being checked was found in the new config's run_dir
 }
 
 

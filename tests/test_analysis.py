@@ -128,6 +128,11 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
     assert finished_run(cfg(1, iterations=3)) is None  # finished at 2 of 3 iterations: not this run
     with pytest.raises(ValueError, match="config differs in lr"):
         finished_run(cfg(1, lr=0.5))
+    # the same folder under another spelling (a relative path, or a run restored from elsewhere)
+    saved = tmp_path / cfg(1).name / "config.json"
+    saved.write_text(saved.read_text().replace(str(tmp_path), "/elsewhere/runs"))
+    before = file_snapshot(tmp_path)
+    assert finished_run(cfg(1)).rows == run.rows
     with pytest.raises(ValueError, match="config differs in lr"):
         ensure_run(cfg(0, lr=0.5), train=False)
     assert file_snapshot(tmp_path) == before  # nothing written
