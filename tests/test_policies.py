@@ -155,6 +155,9 @@ def test_a_model_that_scales_its_logits_is_scored_through_its_own_forward(demos,
     model.train()  # the check runs in eval mode and restores the caller's mode
     assert head_split(Wrapped(model, scale=0.5), batch) is None and model.training
     model.train(was)
+    capped = copy.deepcopy(model)
+    capped.config.final_logit_softcapping = 30.0  # a config that says so is not split (Qwen3 ignores it)
+    assert head_split(capped, batch) is None
     with torch.no_grad():
         got = score_segments(scaled, batch).token_logp
         plain = score_segments(model, batch, temperature=2.0).token_logp  # logits / 2 = logits * 0.5

@@ -138,6 +138,10 @@ class SegmentScores:
 
 
 _HEAD_SPLIT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> the check's verdict
+# config fields of transformers models that change logits after the head (Gemma 2's tanh cap, Cohere's
+# and Granite's scales): a cap is near the identity on small logits, so the numerical check alone could
+# pass early in training (in bf16 above all) and be wrong later
+_LOGIT_MODIFIERS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 
 
 def _inputs(model: torch.nn.Module, batch: SegmentBatch) -> dict:
@@ -165,7 +169,8 @@ def _decoder_hidden(decoder: torch.nn.Module, model: torch.nn.Module, batch: Seg
 def head_split(model: torch.nn.Module, batch: SegmentBatch):
     """``(decoder, head)`` when ``model``'s logits equal ``head(decoder(...).last_hidden_state)`` on
     ``batch``, else None (a model that scales or caps its logits, or has no such parts). Checked once per
-    model, in eval mode (dropout off) and without gradient, against the model's own forward."""
+    model, in eval mode (dropout off) and without gradient, against the model's own forward; a config
+    that names a logit cap or scale (``_LOGIT_MODIFIERS``) is never split."""
     verdict = _HEAD_SPLIT.get(model)
     if verdict is not None:
         return (model.get_decoder(), model.get_output_embeddings()) if verdict else None
@@ -174,7 +179,9 @@ def head_split(model: torch.nn.Module, batch: SegmentBatch):
     get_head = getattr(model, "get_output_embeddings", None)
     decoder = get_decoder() if callable(get_decoder) else None
     head = get_head() if callable(get_head) else None
-    if decoder is not None and head is not None:
+    config = getattr(model, "config", None)
+    modified = any(getattr(config, k, None) not in (None, 1, 1.0) for k in _LOGIT_MODIFIERS)
+    if decoder is not None and head is not None and not modified:
         was_training = model.training
         model.eval()
         try:
