@@ -10,7 +10,9 @@ side and alternating, without gradient (rollouts, evaluation) and with forward +
     python benchmarks/bench_scoring_head.py                 # household, the cpu profile's batch
     python benchmarks/bench_scoring_head.py --env shop --repeats 5
 
-It uses the warm-started default (built and cached on first use, about 4 minutes) and one thread.
+It uses the warm-started default (built and cached on first use, about 4 minutes), one thread, and
+one iteration's rollout at the cpu profile (``rspo.analysis.run_config``: its tasks, copies, horizon,
+micro-batch and prompts).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import time
 
 import torch
 
+from rspo.analysis import run_config
 from rspo.policies import scoring
 from rspo.rollout import collect, make_envs
-from rspo.sft import load_or_build_default, prompt_settings
+from rspo.sft import load_or_build_default
+from rspo.trainer import resolve_show_admissible
 from rspo.update import turn_inputs
 
 
@@ -42,24 +46,24 @@ def timed(policy, turns, micro: int, grad: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="household", choices=["household", "shop"])
-    parser.add_argument("--tasks", type=int, default=8, help="tasks of the rollout (cpu profile: 8)")
-    parser.add_argument("--group", type=int, default=4, help="copies per task (cpu profile: 4)")
     parser.add_argument("--turns", type=int, default=256, help="turns timed (the first of the rollout)")
-    parser.add_argument("--micro-batch", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3, help="alternating repeats; the best is kept")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    policy = load_or_build_default(args.env, micro_batch=args.micro_batch)
-    envs = make_envs(args.env, "train", args.tasks * args.group, max_steps=20)
-    episodes = collect(  # prompts as a run builds them for the warm start
+    cfg = run_config("cpu", args.env, "grpo", "outcome", 0, "unused")  # one iteration of the cpu profile
+    policy = load_or_build_default(args.env, micro_batch=cfg.micro_batch)
+    n = cfg.tasks_per_iter * cfg.group_size
+    envs = make_envs(args.env, "train", n, max_steps=cfg.max_steps or None)
+    episodes = collect(
         policy,
         envs,
-        envs[0].task_ids[: args.tasks],
-        args.group,
+        envs[0].task_ids[: cfg.tasks_per_iter],
+        cfg.group_size,
+        history=cfg.history,
+        show_admissible=resolve_show_admissible(cfg),
         generator=torch.Generator().manual_seed(0),
-        **prompt_settings(args.env),
     )
     turns = [t for ep in episodes for t in ep.turns][: args.turns]
     model = policy.model
@@ -67,7 +71,7 @@ def main() -> None:
     cont = sum(len(policy.encode_completion(c)) for t in turns for c in t.candidates)
     print(
         f"{args.env}: {len(turns)} turns, {tokens / len(turns):.0f} prompt and {cont / len(turns):.0f} "
-        f"candidate tokens per turn, micro-batch {args.micro_batch}, {args.threads} thread(s)"
+        f"candidate tokens per turn, micro-batch {cfg.micro_batch}, {args.threads} thread(s)"
     )
 
     def use_split(on: bool) -> None:
@@ -75,10 +79,10 @@ def main() -> None:
 
     use_split(False)
     with torch.no_grad():
-        want = policy.evaluate(turn_inputs(turns[: args.micro_batch]), values=False).logp
+        want = policy.evaluate(turn_inputs(turns[: cfg.micro_batch]), values=False).logp
     scoring._HEAD_SPLIT.pop(model, None)  # checked afresh, as in a run
     with torch.no_grad():
-        got = policy.evaluate(turn_inputs(turns[: args.micro_batch]), values=False).logp
+        got = policy.evaluate(turn_inputs(turns[: cfg.micro_batch]), values=False).logp
     if not scoring._HEAD_SPLIT.get(model):
         raise SystemExit("this model's logits are not its head on its decoder's output: nothing to compare")
     print(f"largest log-prob difference between the two: {float((got - want).abs().max()):.2e}")
@@ -90,7 +94,7 @@ def main() -> None:
         for _ in range(args.repeats):
             for on in (False, True):
                 use_split(on)
-                best[on] = min(best[on], timed(policy, turns, args.micro_batch, grad))
+                best[on] = min(best[on], timed(policy, turns, cfg.micro_batch, grad))
         label = "forward + backward" if grad else "forward, no gradient"
         print(f"| {label} | {best[False]:.2f} | {best[True]:.2f} | {best[False] / best[True]:.2f} |")
     scoring._HEAD_SPLIT.pop(model, None)
