@@ -47,6 +47,14 @@ def _vec(x, name: str, n: int | None = None) -> torch.Tensor:
     x = torch.as_tensor(x)
     if x.dim() != 1 or (n is not None and x.shape[0] != n):
         raise ValueError(f"{name} must have shape ({n if n is not None else 'N'},), got {tuple(x.shape)}")
+    if x.is_floating_point():
+        bad = ~torch.isfinite(x)
+        if bool(bad.any()):
+            rows = bad.nonzero().flatten().tolist()
+            raise ValueError(
+                f"{name} is not finite: {float(x[rows[0]])} at row {rows[0]} ({len(rows)} of {len(x)} rows "
+                "nan/inf); rewards, returns and values must be finite numbers"
+            )
     return x
 
 
@@ -64,18 +72,25 @@ def _group_normalize(x: torch.Tensor, group: torch.Tensor, normalize: str, eps: 
     """``(x - mean_g) / F_g`` within groups; ``x (M,)`` float64, ``group (M,)`` dense ids -> ``(M,)``.
 
     F = unbiased std + eps (``"std"``) or 1 (``"none"``); all-equal groups (singletons too) -> 0.
+    Each group is computed divided by a power of two near its largest ``|x|`` - exact, so the result
+    is the same bit for bit - and large finite values (returns of 1e200) do not overflow the squares.
     """
     _choice("normalize", normalize, NORMALIZE)
     if x.numel() == 0:
         return x.clone()
     g = int(group.max()) + 1
     count = torch.bincount(group, minlength=g).to(F64)  # (G,)
-    mean = torch.zeros(g, dtype=F64, device=x.device).index_add_(0, group, x) / count  # (G,)
-    out = x - mean[group]  # (M,)
+    absmax = torch.zeros(g, dtype=F64, device=x.device).scatter_reduce(0, group, x.abs(), "amax")  # (G,)
+    scale = torch.ldexp(torch.ones_like(absmax), torch.frexp(absmax).exponent - 1)  # (G,) 2^k <= absmax
+    xs = x / scale[group]  # (M,) in (-2, 2)
+    mean = torch.zeros(g, dtype=F64, device=x.device).index_add_(0, group, xs) / count  # (G,)
+    out = xs - mean[group]  # (M,)
     if normalize == "std":
         sq = torch.zeros(g, dtype=F64, device=x.device).index_add_(0, group, out * out)  # (G,)
-        std = (sq / (count - 1).clamp(min=1)).sqrt()  # (G,) unbiased
-        out = out / (std[group] + eps)
+        std = (sq / (count - 1).clamp(min=1)).sqrt()  # (G,) unbiased, of x / scale
+        out = out / (std + eps / scale)[group]  # = (x - mean x) / (std x + eps)
+    else:
+        out = out * scale[group]
     hi = torch.full((g,), -torch.inf, dtype=F64, device=x.device).scatter_reduce(0, group, x, "amax")
     lo = torch.full((g,), torch.inf, dtype=F64, device=x.device).scatter_reduce(0, group, x, "amin")
     return out.masked_fill((hi == lo)[group], 0.0)

@@ -443,3 +443,78 @@ def test_registry_and_uniform_entry():
         A.compute_advantages("gae", {k: v for k, v in batch.items() if k != "values"})
     with pytest.raises(TypeError):
         A.compute_advantages("grpo", batch, omgea=1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Large and non-finite inputs (issue 20)
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("big", [1e200, 1e300, 1.7e308])
+def test_large_finite_returns_do_not_overflow(big):
+    # two trajectories, returns big and 0 (or big and -big): mean big/2, unbiased std big/sqrt(2)
+    # -> +-(big/2) / (big/sqrt(2)) = +-1/sqrt(2); naive float64 squares overflow to inf and give 0
+    task, traj, half = ids([0, 0]), ids([0, 1]), 1 / math.sqrt(2)
+    close(A.grpo(task, traj, t([big, 0.0])), [half, -half])
+    close(A.grpo(task, traj, t([big, -big])), [half, -half])
+    close(A.rloo(task, traj, t([big, 0.0])) / big, [1.0, -1.0])  # R_i - R_j, exact
+    close(A.turn_level(task, traj, t([big, 0.0])), [half, -half])
+    close(A.step_advantage(task, traj, t([big, 0.0]), ids([0, 0]), gamma=1.0), [half, -half])
+    close(A.gigpo(task, traj, t([big, 0.0]), t([big, 0.0]), ids([0, 0]), gamma=1.0), [2 * half, -2 * half])
+
+
+def test_large_returns_in_a_bigger_group_by_hand():
+    # returns 3, 1, 2 (x 1e250): mean 2, unbiased std 1 -> (1, -1, 0); eps is negligible at this scale
+    scale = 1e250
+    task, traj = ids([0, 0, 0, 1, 1]), ids([0, 1, 2, 3, 4])
+    ret = t([3 * scale, 1 * scale, 2 * scale, 5.0, 5.0])
+    close(A.grpo(task, traj, ret), [1.0, -1.0, 0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="episode_returns is not finite: inf at row 0"):
+        A.grpo(task, traj, ret.float())  # 1e250 is inf in float32
+
+
+def _unscaled_group_normalize(x, group, normalize, eps):
+    """The same sums as the kit's, without the power-of-two scaling (the code before issue 20)."""
+    g = int(group.max()) + 1
+    count = torch.bincount(group, minlength=g).to(torch.float64)
+    mean = torch.zeros(g, dtype=torch.float64).index_add_(0, group, x) / count
+    out = x - mean[group]
+    if normalize == "std":
+        sq = torch.zeros(g, dtype=torch.float64).index_add_(0, group, out * out)
+        out = out / ((sq / (count - 1).clamp(min=1)).sqrt()[group] + eps)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_scaling_by_a_power_of_two_changes_no_bit_of_ordinary_results(seed):
+    # the overflow guard divides each group by a power of two: exact, so results stay the same bits
+    rng = random.Random(seed)
+    n = rng.randint(2, 30)
+    x = t([rng.choice([0.0, 1.0, rng.uniform(-5, 5) * 10 ** rng.randint(-6, 6)]) for _ in range(n)])
+    group = torch.unique(ids([rng.randrange(4) for _ in range(n)]), return_inverse=True)[1]
+    for normalize in ("std", "none"):
+        ours = A._group_normalize(x, group, normalize, EPS)
+        naive = _unscaled_group_normalize(x, group, normalize, EPS)
+        flat = torch.tensor([bool((x[group == g] == x[group == g][0]).all()) for g in group])
+        assert torch.equal(ours[~flat], naive[~flat]), (ours, naive)
+        assert (ours[flat] == 0).all()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_inputs_are_a_clear_error_naming_the_input(bad):
+    task, traj = ids([0, 0, 0]), ids([0, 0, 1])
+    # checked before "constant within each trajectory" (nan != nan would trip that check instead)
+    with pytest.raises(ValueError, match=r"episode_returns is not finite: .* at row 1 \(1 of 3 rows"):
+        A.grpo(task, traj, t([1.0, bad, 0.0]))
+    with pytest.raises(ValueError, match="episode_returns is not finite"):
+        A.rloo(task, traj, t([bad, bad, 0.0]))
+    with pytest.raises(ValueError, match="step_rewards is not finite"):
+        A.turn_level(task, traj, t([0.0, 1.0, bad]))
+    with pytest.raises(ValueError, match="step_rewards is not finite"):
+        A.gigpo(task, traj, t([0.0, bad, 0.0]), t([1.0, 1.0, 0.0]), ids([0, 1, 0]))
+    with pytest.raises(ValueError, match="episode_returns is not finite"):
+        A.gigpo(task, traj, t([0.0, 1.0, 0.0]), t([bad, bad, 0.0]), ids([0, 1, 0]))
+    with pytest.raises(ValueError, match="step_rewards is not finite"):
+        A.gae(traj, t([bad, 0.0, 0.0]), t([0.0, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="values is not finite"):
+        A.gae(traj, t([0.0, 0.0, 0.0]), t([0.0, 0.0, bad]))
+    with pytest.raises(ValueError, match="step_rewards is not finite"):
+        A.discounted_returns(traj, t([bad, 0.0, 0.0]))
