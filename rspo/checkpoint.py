@@ -1,7 +1,12 @@
 """Resumable checkpoints: ``runs/<name>/checkpoint/state.pt`` (trainable weights, optimizer, counters).
 
-A checkpoint is written to a temporary file and renamed, so a run killed while saving keeps its
-previous checkpoint. Resuming checks that the saved ``config.json`` agrees with the new config on
+A checkpoint is written to a temporary file, flushed and renamed (:mod:`rspo.atomic`), so a run
+killed while saving keeps its previous checkpoint. It holds only tensors and plain data (dicts,
+lists, tuples, strings, numbers, bools, None: the replay buffer's episodes as dicts) and is read with
+``torch.load(weights_only=True)``, which builds no other Python object: a checkpoint shared by
+someone else cannot run code on ``--resume``. A file that needs more (format 1, written before this,
+pickled the buffer's ``Episode`` objects; or a planted pickle) is refused with an error. Weights that
+are not finite are never written (:func:`save_checkpoint` refuses them). Resuming checks that the saved ``config.json`` agrees with the new config on
 everything that changes the result (it may differ in ``iterations``, ``resume``, ``progress``,
 ``eval_every``, ``checkpoint_every`` - so a run can be extended), reloads the state and drops metric
 rows written after the checkpoint.
@@ -9,15 +14,17 @@ rows written after the checkpoint.
 
 from __future__ import annotations
 
-import os
+import pickle
+import re
 import shutil
 from pathlib import Path
 
 import torch
 
+from rspo.atomic import LOCK_NAME, atomic_path, remove_partial_files
 from rspo.config import TrainConfig
 
-FORMAT = 1
+FORMAT = 2  # 1: pickled Python objects (loaded with weights_only=False); 2: weights-only
 MAY_DIFFER = {
     "iterations",
     "resume",
@@ -52,9 +59,39 @@ def load_trainable_state(policy, state: dict[str, torch.Tensor]) -> None:
             p.copy_(state[name].to(p.device, p.dtype))
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def check_plain(obj, where: str = "state") -> None:
+    """Raise TypeError unless ``obj`` is tensors and plain data only (what ``weights_only`` loads)."""
+    if isinstance(obj, (torch.Tensor, *_PLAIN)):
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if not isinstance(k, _PLAIN):
+                raise TypeError(f"checkpoint {where}: key {k!r} is a {type(k).__name__}, not plain data")
+            check_plain(v, f"{where}[{k!r}]")
+        return
+    if isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            check_plain(v, f"{where}[{i}]")
+        return
+    raise TypeError(
+        f"checkpoint {where} is a {type(obj).__name__}: a checkpoint holds only tensors and plain data"
+    )
+
+
+def _check_finite(tensors: dict[str, torch.Tensor], what: str, iteration: int) -> None:
+    for name, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise RuntimeError(
+                f"refusing to write a checkpoint at iteration {iteration}: {what} parameter {name} "
+                "is not finite (nan/inf); the last checkpoint on disk is kept"
+            )
+
+
 def save_checkpoint(trainer, extra: dict | None = None) -> Path:
     path = _state_path(trainer.run_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = {
         "format": FORMAT,
         "iteration": trainer.iteration,
@@ -63,10 +100,44 @@ def save_checkpoint(trainer, extra: dict | None = None) -> Path:
         "optimizer": trainer.optimizer.state_dict(),
         "extra": {**getattr(trainer, "checkpoint_extra", lambda: {})(), **(extra or {})},
     }
-    tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    _check_finite(state["policy"], "policy", trainer.iteration)
+    if isinstance(state["extra"].get("explorer"), dict):
+        _check_finite(state["extra"]["explorer"], "explorer", trainer.iteration)
+    check_plain(state)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
     return path
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """The checkpoint at ``path``, loaded with ``weights_only=True``; a one-line ValueError for a
+    file that is not a safe checkpoint of this format (old, planted or damaged)."""
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"GLOBAL (\S+)", str(e))
+        what = f"the Python object {found.group(1)}" if found else "Python objects other than tensors"
+        raise ValueError(
+            f"{path}: refusing to load this checkpoint: it holds {what}, which could run code when "
+            f"loaded; format {FORMAT} checkpoints hold only tensors and plain data. If it is an old "
+            "(format 1) checkpoint of your own, it is unsafe to load: start the run again without "
+            "--resume, or in another folder"
+        ) from None
+    except (RuntimeError, EOFError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(
+            f"{path}: cannot read the checkpoint (damaged or not a checkpoint): {first}"
+        ) from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        old = isinstance(found, int) and found < FORMAT
+        raise ValueError(
+            f"{path}: checkpoint format {found!r} is not {FORMAT}"
+            + (": an old format, unsafe to load (it may hold pickled Python objects)" if old else "")
+            + "; start the run again without --resume, or in another folder"
+        )
+    return state
 
 
 def load_checkpoint(trainer) -> bool:
@@ -74,9 +145,7 @@ def load_checkpoint(trainer) -> bool:
     path = _state_path(trainer.run_dir)
     if not path.exists():
         return False
-    state = torch.load(path, map_location="cpu", weights_only=False)
-    if state.get("format") != FORMAT:
-        raise ValueError(f"{path}: checkpoint format {state.get('format')} is not {FORMAT}")
+    state = read_checkpoint(path)
     load_trainable_state(trainer.policy, state["policy"])
     trainer.optimizer.load_state_dict(state["optimizer"])
     trainer.iteration = state["iteration"]
@@ -100,24 +169,28 @@ def check_same_run(old: TrainConfig, new: TrainConfig, run_dir: Path) -> None:
 
 
 def prepare_run_dir(trainer) -> None:
-    """Create ``runs/<name>/`` (refusing to overwrite a previous run) or resume it."""
+    """Create ``runs/<name>/`` (refusing to overwrite a previous run) or resume it. Call it holding
+    the run's lock (:class:`rspo.atomic.RunLock`): resuming rewrites the metrics."""
     cfg: TrainConfig = trainer.cfg
     run_dir: Path = trainer.run_dir
     saved = run_dir / "config.json"
     if cfg.resume:
+        for folder in (run_dir, run_dir / "checkpoint"):  # temporary files of writes a kill cut
+            remove_partial_files(folder)
         if saved.exists():
             check_same_run(TrainConfig.load(saved), cfg, run_dir)
         if trainer.load_checkpoint():
             trainer.log.truncate(trainer.iteration)
         else:  # killed before its first checkpoint: start again
             trainer.log.path.unlink(missing_ok=True)
-    elif run_dir.exists() and any(run_dir.iterdir()):
+    elif run_dir.exists() and any(p.name != LOCK_NAME for p in run_dir.iterdir()):
         raise ValueError(
             f"run directory {run_dir} already holds a run; pass resume=True (--resume) to continue it, "
             "or choose another name (--name) or out_dir"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
-    cfg.save(saved)
+    with atomic_path(saved) as tmp:
+        cfg.save(tmp)
 
 
 def remove_run(run_dir: str | Path) -> None:

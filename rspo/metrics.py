@@ -8,8 +8,11 @@ run's reward mode, ``adv/*`` the advantages, ``loss/*`` the update, ``eval/*`` g
 from __future__ import annotations
 
 import json
+import os
+import warnings
 from pathlib import Path
 
+from rspo.atomic import atomic_write_text
 from rspo.rollout import Episode
 
 
@@ -30,28 +33,51 @@ def episode_metrics(episodes: list[Episode], prefix: str = "rollout") -> dict:
 
 
 class MetricsLog:
-    """Append-only JSON lines; :meth:`truncate` drops rows after a checkpoint when a run resumes."""
+    """Append-only JSON lines; :meth:`truncate` drops rows after a checkpoint when a run resumes.
+
+    A row is appended in one ``write`` call and flushed to disk; :meth:`truncate` rewrites the file
+    atomically (:mod:`rspo.atomic`), so a kill at any moment loses at most the row being written.
+    :meth:`read` skips a damaged line (one a kill cut) with a warning naming it, and keeps the rest.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
     def write(self, row: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(row, sort_keys=True) + "\n")
+        data = (json.dumps(row, sort_keys=True) + "\n").encode()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size:
+                os.lseek(fd, size - 1, os.SEEK_SET)
+                if os.read(fd, 1) != b"\n":  # the last line was cut (by a kill): start a new one
+                    data = b"\n" + data
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def read(self) -> list[dict]:
         if not self.path.exists():
             return []
         rows = []
-        for line in self.path.read_text().splitlines():
+        for number, line in enumerate(self.path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a kill
-                break
+                row = json.loads(line)
+            except json.JSONDecodeError as e:  # e.g. a line cut by a kill
+                warnings.warn(f"{self.path}: skipped damaged line {number} ({e})", stacklevel=2)
+                continue
+            if not isinstance(row, dict):
+                warnings.warn(f"{self.path}: skipped line {number}: not a JSON object", stacklevel=2)
+                continue
+            rows.append(row)
         return rows
 
     def truncate(self, iteration: int) -> None:
-        """Keep rows with ``iteration`` <= the given one (the last checkpoint)."""
+        """Keep rows with ``iteration`` <= the given one (the last checkpoint); atomic."""
         rows = [r for r in self.read() if r.get("iteration", 0) <= iteration]
-        self.path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+        atomic_write_text(self.path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))

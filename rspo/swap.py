@@ -23,6 +23,7 @@ blow up the update. The functions here are pure: episodes, tensors and numbers i
 from __future__ import annotations
 
 import copy
+import dataclasses
 import random
 from collections import deque
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import Episode
+from rspo.rollout import Episode, Turn
 
 
 def relabel(episodes: Sequence[Episode], spec: RewardSpec | None = None) -> list[list[float]]:
@@ -98,14 +99,19 @@ class ReplayBuffer:
         return [g.age(now) for g in self.groups]
 
     def state(self) -> list[dict]:
-        """Plain data for a checkpoint (:meth:`from_state` restores it)."""
-        return [{"iteration": g.iteration, "episodes": g.episodes} for g in self.groups]
+        """Plain data for a checkpoint - dicts, lists, strings and numbers, no Python objects, so
+        ``torch.load(weights_only=True)`` reads it (:meth:`from_state` restores it)."""
+        return [
+            {"iteration": g.iteration, "episodes": [dataclasses.asdict(ep) for ep in g.episodes]}
+            for g in self.groups
+        ]
 
     @classmethod
     def from_state(cls, state: list[dict], capacity: int, max_age: int) -> ReplayBuffer:
         buf = cls(capacity, max_age)
         for g in state:
-            buf.groups.append(BufferGroup(list(g["episodes"]), g["iteration"]))
+            episodes = [Episode(**{**ep, "turns": [Turn(**t) for t in ep["turns"]]}) for ep in g["episodes"]]
+            buf.groups.append(BufferGroup(episodes, g["iteration"]))
         return buf
 
 

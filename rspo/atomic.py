@@ -1,0 +1,192 @@
+"""Writes a kill cannot half-do, and the run folder's lock.
+
+A file a run rewrites (``config.json``, ``metrics.jsonl`` on resume, ``checkpoint/state.pt``) is
+written to a temporary file in the same folder, flushed to disk (fsync) and renamed over the old one
+(``os.replace``, atomic on POSIX and Windows): a process killed at any moment leaves either the old
+file or the new one, never an empty or cut one. The temporary files a kill leaves behind are named
+``.<name>.<random>.partial`` and removed by :func:`remove_partial_files` when the run resumes.
+
+:class:`RunLock` keeps two processes from training one run folder at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+PARTIAL = ".partial"  # suffix of the temporary files
+LOCK_NAME = ".lock"
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path next to ``path`` to write; on leaving the block without an exception it is
+    flushed to disk and renamed to ``path`` (on an exception it is removed and ``path`` is untouched)::
+
+        with atomic_path(run_dir / "config.json") as tmp:
+            cfg.save(tmp)
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace ``path``'s contents with ``data`` atomically (see the module docstring)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
+    """Replace ``path``'s contents with ``text`` atomically (see the module docstring)."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+def remove_partial_files(folder: str | Path) -> list[Path]:
+    """Delete the temporary files killed writes left in ``folder`` (only under the run's lock)."""
+    removed = []
+    for p in Path(folder).glob(f".*{PARTIAL}"):
+        p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by another user
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class RunLockedError(RuntimeError):
+    """Another live process holds the run folder's lock."""
+
+
+class RunLock:
+    """An exclusive lock on a run folder: ``<run_dir>/.lock`` holding the holder's pid.
+
+    Taken with ``fcntl.flock`` where it exists (the kernel drops it when the holder dies, however it
+    dies, so a lock left by a killed run is taken over at once); elsewhere by creating the file with
+    ``O_CREAT | O_EXCL`` and taking over a file whose pid is no longer running. A second process
+    that asks for a held lock gets :class:`RunLockedError` naming the holder's pid, at once.
+    Use as a context manager; released (and the file removed) on leaving, exception or not.
+    """
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_NAME
+        self.fd: int | None = None
+
+    def _read_pid(self) -> int | None:
+        try:
+            text = self.path.read_text().strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def _held_by(self) -> str:
+        pid = self._read_pid()
+        return f"process {pid}" if pid is not None else "another process (pid not yet written)"
+
+    def _refuse(self):
+        raise RunLockedError(
+            f"run folder {self.run_dir} is in use by {self._held_by()} (lock file {self.path}); "
+            "wait for it to finish or stop it - two processes must not train one run"
+        )
+
+    def acquire(self) -> RunLock:
+        if self.fd is not None:
+            raise RuntimeError(f"{self.path} is already held by this RunLock")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # Windows
+            return self._acquire_exclusive_create()
+        for _ in range(20):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                self._refuse()
+            # the file may have been removed (by a releasing holder) between our open and flock:
+            # then we locked a file nobody else will open; try again on the current one
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._write_pid(fd)
+                return self
+            os.close(fd)
+        raise RunLockedError(f"could not take the lock {self.path}: it keeps being replaced")
+
+    def _acquire_exclusive_create(self) -> RunLock:
+        for _ in range(20):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                pid = self._read_pid()
+                if pid is None or _pid_alive(pid):
+                    self._refuse()
+                self.path.unlink(missing_ok=True)  # stale: its holder is gone
+                continue
+            self._write_pid(fd)
+            return self
+        raise RunLockedError(f"could not take the lock {self.path}: it keeps being replaced")
+
+    def _write_pid(self, fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.fsync(fd)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)  # while still locked: a waiting process sees no file
+        finally:
+            os.close(self.fd)  # drops the flock
+            self.fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
