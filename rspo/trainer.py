@@ -296,6 +296,7 @@ class Trainer:
             self.autocast,
             self.dist,
             cache_reference=True,
+            name="explorer",
         )
         out["explorer/return"] = explorer_batch.metrics()["reward/return"]
         out["explorer/loss_policy"], out["explorer/kl"] = ex["loss/policy"], ex["loss/kl"]
@@ -395,7 +396,16 @@ class Trainer:
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> list[dict]:
-        """Train for ``cfg.iterations`` iterations (continuing a checkpoint with ``resume``); return the metrics."""
+        """Train for ``cfg.iterations`` iterations (continuing a checkpoint with ``resume``); return the metrics.
+
+        The main process holds the run folder's lock (:class:`rspo.atomic.RunLock`) throughout, so a
+        second process training the same folder fails at once; it is released however the run ends."""
+        from rspo.atomic import RunLock
+
+        with RunLock(self.run_dir) if self.dist.main else nullcontext():
+            return self._run()
+
+    def _run(self) -> list[dict]:
         from rspo.checkpoint import prepare_run_dir
 
         cfg = self.cfg

@@ -201,6 +201,18 @@ def _pad(rows: list[list[float]], width: int) -> torch.Tensor:
     return out
 
 
+class NonFiniteError(FloatingPointError):
+    """The loss, the gradient norm or the parameters of an update became nan or inf."""
+
+
+def _non_finite(name: str, iteration: int, quantity: str, value, where: str) -> NonFiniteError:
+    return NonFiniteError(
+        f"iteration {iteration + 1}: the {name} update's {quantity} is not finite ({value}) at {where}; "
+        "training stopped (no checkpoint is written from here: the last one on disk is kept). Lower "
+        "lr, raise kl_coef or check the rewards"
+    )
+
+
 def ppo_update(
     policy,
     optimizer,
@@ -212,6 +224,7 @@ def ppo_update(
     dist=None,
     *,
     cache_reference=False,
+    name="policy",
 ) -> dict:
     """PPO-clip epochs over the batch's turns; one optimizer step per ``cfg.minibatch_turns`` turns.
 
@@ -223,6 +236,10 @@ def ppo_update(
     ``cache_reference``: keep each turn's reference log-probs on the turn (``Turn.ref_logprobs``) and
     reuse them - valid when every turn of the run is scored against one frozen reference (the trainer:
     RSPO's learner replays the explorer's turns, which the explorer's update already scored).
+
+    Raises :class:`NonFiniteError` - naming ``iteration + 1`` (the metrics row's number), ``name``
+    and the quantity - when a minibatch's loss or gradient norm is nan/inf (before the optimizer
+    step, so the weights stay as they were) or when a parameter is nan/inf after the update.
     """
     distributed = dist is not None and dist.active
     index = [i for i in range(len(batch.turns)) if batch.weights[i] > 0]
@@ -258,7 +275,7 @@ def ppo_update(
     rng = random.Random(f"{cfg.seed}:update:{iteration}")
     steps, total_w = 0, 0.0
     policy.train()
-    for _ in range(cfg.ppo_epochs):
+    for epoch in range(cfg.ppo_epochs):
         order = index[:]
         rng.shuffle(order)
         n_minibatches = -(-len(order) // cfg.minibatch_turns)
@@ -266,15 +283,21 @@ def ppo_update(
             n_minibatches = dist.max_int(n_minibatches)
         for s in range(0, n_minibatches * cfg.minibatch_turns, cfg.minibatch_turns):
             minibatch = order[s : s + cfg.minibatch_turns]
+            where = f"epoch {epoch + 1}, minibatch {s // cfg.minibatch_turns + 1}"
             if not minibatch:  # distributed: this process has no turns left; it still steps with the others
                 optimizer.zero_grad(set_to_none=True)
+                if dist.max_int(0):  # the others' loss check (same collectives on every process)
+                    raise _non_finite(name, iteration, "loss", "on another process", where)
                 dist.average_grads(params)
-                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                if not bool(torch.isfinite(grad_norm)):
+                    raise _non_finite(name, iteration, "gradient norm", float(grad_norm), where)
                 optimizer.step()
                 steps += 1
                 continue
             scale = len(order) / len(minibatch)  # the minibatch loss estimates the whole batch's
             wsum = float(batch.weights[minibatch].sum())
+            bad_loss = None  # the first non-finite micro-batch loss
             optimizer.zero_grad(set_to_none=True)
             for m in range(0, len(minibatch), mb):
                 micro = minibatch[m : m + mb]
@@ -301,6 +324,8 @@ def ppo_update(
                     loss_turn = loss_turn + cfg.value_coef * v_loss
                     stats["loss/value"] += float((w * v_loss).sum().detach())
                 loss = scale * (w * loss_turn).sum()
+                if bad_loss is None and not bool(torch.isfinite(loss.detach())):
+                    bad_loss = float(loss.detach())
                 loss.backward()
                 with torch.no_grad():
                     log_ratio = (logp - old) * mask
@@ -310,13 +335,21 @@ def ppo_update(
                     stats["loss/approx_kl"] += float((w * (0.5 * log_ratio**2).sum(-1)).sum())
                     stats["loss/ratio_max"] = max(stats["loss/ratio_max"], float(torch.exp(log_ratio).max()))
             total_w += wsum
+            if dist.max_int(int(bad_loss is not None)) if distributed else bad_loss is not None:
+                shown = "on another process" if bad_loss is None else bad_loss
+                raise _non_finite(name, iteration, "loss", shown, where)  # every process stops
             if distributed:
                 dist.average_grads(params)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            if not bool(torch.isfinite(grad_norm)):
+                raise _non_finite(name, iteration, "gradient norm", float(grad_norm), where)
             stats["loss/grad_norm"] += float(grad_norm)
             optimizer.step()
             steps += 1
     policy.eval()
+    for p in params:
+        if not bool(torch.isfinite(p).all()):
+            raise _non_finite(name, iteration, "parameters", "nan/inf", "the end of the update")
     for k in ("loss/policy", "loss/kl", "loss/entropy", "loss/clipfrac", "loss/approx_kl", "loss/value"):
         stats[k] /= max(total_w, 1e-12)
     stats["loss/grad_norm"] /= max(steps, 1)
