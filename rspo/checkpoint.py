@@ -109,6 +109,31 @@ def save_checkpoint(trainer, extra: dict | None = None) -> Path:
     return path
 
 
+def _foreign_globals(path: Path) -> list[str]:
+    """The classes and functions a pickle (bare or in torch's zip) names, torch's own aside - read
+    from its opcodes, without running it."""
+    import pickletools
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as z:
+                data = z.read(next(n for n in z.namelist() if n.endswith("data.pkl")))
+        else:
+            data = path.read_bytes()
+        names, strings = [], []
+        for op, arg, _ in pickletools.genops(data):
+            if op.name == "GLOBAL":  # protocol 2 spells builtins "__builtin__"
+                names.append(arg.replace(" ", ".").replace("__builtin__.", "builtins."))
+            elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                names.append(".".join(strings[-2:]))
+            if isinstance(arg, str):
+                strings.append(arg)
+    except Exception:  # not a pickle we can read: say nothing more
+        return []
+    return [n for n in names if not n.startswith(("torch.", "collections.OrderedDict", "_codecs."))]
+
+
 def read_checkpoint(path: str | Path) -> dict:
     """The checkpoint at ``path``, loaded with ``weights_only=True``; a one-line ValueError for a
     file that is not a safe checkpoint of this format (old, planted or damaged)."""
@@ -117,7 +142,8 @@ def read_checkpoint(path: str | Path) -> dict:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"GLOBAL (\S+)", str(e))
-        what = f"the Python object {found.group(1)}" if found else "Python objects other than tensors"
+        names = _foreign_globals(path) or ([found.group(1)] if found else [])
+        what = f"the Python object {names[0]}" if names else "Python objects other than tensors"
         raise ValueError(
             f"{path}: refusing to load this checkpoint: it holds {what}, which could run code when "
             f"loaded; format {FORMAT} checkpoints hold only tensors and plain data. If it is an old "

@@ -207,7 +207,8 @@ class NonFiniteError(FloatingPointError):
 
 def _non_finite(name: str, iteration: int, quantity: str, value, where: str) -> NonFiniteError:
     return NonFiniteError(
-        f"iteration {iteration + 1}: the {name} update's {quantity} is not finite ({value}) at {where}; "
+        f"iteration {iteration + 1}: the {name} update's {quantity} {'are' if quantity == 'parameters' else 'is'} "
+        f"not finite ({value}) at {where}; "
         "training stopped (no checkpoint is written from here: the last one on disk is kept). Lower "
         "lr, raise kl_coef or check the rewards"
     )
