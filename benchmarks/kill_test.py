@@ -5,12 +5,13 @@
 
 1. A reference run trains a tiny untrained policy (``rspo.policies.tiny``, no warm start) to the
    end in a subprocess.
-2. The same run is started with ``resume=True`` in another folder, again and again; each start is
-   killed with SIGKILL - at a random moment after the trainer starts, or in the middle of a write:
-   the child slows every write down (a pause halfway through writing a checkpoint's temporary file,
-   between a metrics row's two halves, and before each rename of a temporary file; see
-   :func:`_slow_writes`) and announces it on stdout, and the parent kills it in that pause - until
-   ``--kills`` kills are spent; then it runs to the end.
+2. The same run is started with ``resume=True`` in another folder, again and again, and each start
+   is killed with SIGKILL until ``--kills`` kills are spent; then it runs to the end. The child
+   announces on stdout each iteration it starts and each write, and slows every write down (a pause
+   halfway through a checkpoint's temporary file, between a metrics row's two halves, and before
+   each rename of a temporary file; see :func:`_slow_writes`). A start is killed at its n-th
+   announcement, n drawn uniformly from those the rest of the run makes: at a write, in the middle
+   of it; at an iteration's start, after a random delay (anywhere in rollout, update, evaluation).
 3. PASS if every metrics row of the reference run (``time/*`` aside) is in the killed run's
    ``metrics.jsonl`` exactly once and nothing else is, no line is damaged, no temporary file is
    left, and the final checkpoints hold equal weights and optimizer state (and, for RSPO, explorer
@@ -77,10 +78,14 @@ def _slow_writes(pause: float) -> None:
         time.sleep(pause)
         return real_replace(src, dst)
 
+    torn = [False]
+
     def torn_write(fd, data):
-        if len(data) < 2:
+        if torn[0] or len(data) < 2:  # the rest of a row: whole
+            torn[0] = False
             return real_write(fd, data)
-        n = real_write(fd, data[: len(data) // 2])  # the caller loops for the rest
+        torn[0] = True
+        n = real_write(fd, data[: len(data) // 2])  # the caller (MetricsLog.write) loops for the rest
         _say("write", "metrics-half-row")
         time.sleep(pause)
         return n
@@ -101,6 +106,13 @@ def child(args) -> None:
     cfg = TrainConfig(**json.loads(args.child_config))
     if args.slow:
         _slow_writes(args.pause)
+    train_step = Trainer.train_step
+
+    def announced_step(self, it):
+        _say("step", it + 1)
+        return train_step(self, it)
+
+    Trainer.train_step = announced_step
     trainer = Trainer(cfg, policy=untrained_tiny_policy(cfg.seed, value_head=cfg.algo == "ppo"))
     _say("ready")
     trainer.run()
@@ -179,26 +191,32 @@ def _checkpointed(run_dir: Path) -> int:
     return read_checkpoint(path)["iteration"] if path.exists() else 0
 
 
+def _marks_left(cfg: dict, checkpointed: int) -> int:
+    """The marks a start resuming at ``checkpointed`` prints if nobody kills it: on resume the
+    metrics' truncation (or the first evaluation's row), config.json, then per iteration a step, its
+    metrics row and, where it checkpoints, the checkpoint's two pauses."""
+    n = 1 + (1 if checkpointed or cfg["eval_every"] else 0)
+    for it in range(checkpointed + 1, cfg["iterations"] + 1):
+        n += 2 + (2 if it % cfg["checkpoint_every"] == 0 or it == cfg["iterations"] else 0)
+    return n
+
+
 def killed_run(cfg: dict, kills: int, rng: random.Random, pause: float, seconds_per_iteration: float) -> dict:
     """Start, kill and resume until the run finishes; returns counts of what was done.
 
-    A start is killed (while ``kills`` remain) at its n-th announced write, n drawn up to the writes
-    the rest of the run makes, or at a random moment of the time the rest of the run takes - both
-    drawn from what is left after the checkpoint, so nearly every start is killed before it ends."""
+    While kills remain, a start is killed at its n-th mark, n drawn uniformly from the marks the
+    rest of the run prints: at a write mark at once (in the middle of the write), at a step mark
+    after a random delay within an iteration (anywhere in rollout, update or evaluation)."""
     done = {"kills": 0, "kills_in_writes": {}, "kills_at_random_times": 0, "starts": 0, "stale_locks": 0}
     run_dir = Path(cfg["out_dir"]) / cfg["name"]
     while True:
         if (run_dir / ".lock").exists():
             done["stale_locks"] += 1  # a killed child's lock file: the next start must take it over
         killing = done["kills"] < kills
-        left = cfg["iterations"] - _checkpointed(run_dir)
+        countdown = rng.randint(1, _marks_left(cfg, _checkpointed(run_dir)))
         proc, lines = _start(cfg, slow=True, pause=pause)
         done["starts"] += 1
-        at_write = killing and rng.random() < 0.7
-        countdown = rng.randint(1, 2 * left + 1)  # fewer than the writes left: a row and a checkpoint a step
-        max_delay = 0.8 * left * (seconds_per_iteration + 3 * pause)
-        deadline = None
-        killed = None
+        deadline = killed = None
         while killed is None:
             timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
@@ -208,12 +226,13 @@ def killed_run(cfg: dict, kills: int, rng: random.Random, pause: float, seconds_
                 break
             if msg is None:  # the child exited
                 break
-            if msg[0] == "ready" and killing and not at_write:
-                deadline = time.monotonic() + rng.uniform(0.0, max_delay)
-            elif msg[0] == "write" and at_write:
-                countdown -= 1
-                if countdown == 0:
-                    killed = " ".join(msg[1:])
+            if not killing or msg[0] not in ("write", "step") or deadline is not None:
+                continue
+            countdown -= 1
+            if countdown == 0 and msg[0] == "write":
+                killed = " ".join(msg[1:3]) if msg[1] == "rename" else msg[1]
+            elif countdown == 0:
+                deadline = time.monotonic() + rng.uniform(0.0, seconds_per_iteration)
         if killed is not None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()

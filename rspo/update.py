@@ -348,9 +348,11 @@ def ppo_update(
             optimizer.step()
             steps += 1
     policy.eval()
+    finite: dict[torch.device, list[torch.Tensor]] = {}
     for p in params:
-        if not bool(torch.isfinite(p).all()):
-            raise _non_finite(name, iteration, "parameters", "nan/inf", "the end of the update")
+        finite.setdefault(p.device, []).append(torch.isfinite(p).all())
+    if not all(bool(torch.stack(flags).all()) for flags in finite.values()):  # one sync per device
+        raise _non_finite(name, iteration, "parameters", "nan/inf", "the end of the update")
     for k in ("loss/policy", "loss/kl", "loss/entropy", "loss/clipfrac", "loss/approx_kl", "loss/value"):
         stats[k] /= max(total_w, 1e-12)
     stats["loss/grad_norm"] /= max(steps, 1)
