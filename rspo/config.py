@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from rspo.envs import list_envs
+
 ALGOS = ("grpo", "ppo", "gigpo", "rloo", "turn_level")
 REWARDS = ("outcome", "dense", "rspo")
 SWAP_VARIANTS = ("offpolicy", "mixed", "schedule")
@@ -20,7 +22,7 @@ LOSS_AGG = ("trajectory", "turn", "token")
 NO_SIGNAL = ("keep", "skip", "resample")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16")
-ENVS = ("household", "shop")
+ENVS = tuple(list_envs())  # the environment registry (rspo.envs) is the one list
 ALGO_ESTIMATOR = {"grpo": "grpo", "ppo": "gae", "gigpo": "gigpo", "rloo": "rloo", "turn_level": "turn_level"}
 
 
@@ -29,7 +31,7 @@ class TrainConfig:
     """A training run. Defaults are the CPU default: the tiny warm-started model, score mode."""
 
     # what to train
-    env: str = "household"  # environment: household | shop
+    env: str = "household"  # environment: household | shop | detour (the credit-assignment lab)
     algo: str = "grpo"  # grpo | ppo (value head + turn-level GAE) | gigpo | rloo | turn_level
     reward: str = "outcome"  # outcome (sparse, the true objective) | dense (process + outcome) | rspo
     seed: int = 0  # seeds tasks, sampling, init; same seed + same machine -> same metrics

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 ENV_INTRO = {
     "household": "You are an expert agent in a household. Your task is to: {task}",
     "shop": "You are an expert agent shopping on a website. Your task is to: {task}",
+    "detour": "You explore a passage of rooms. Your task is to: {task}",
 }
 GENERATE_SUFFIX = (
     "Choose one admissible action. Reason briefly if you wish, then give the action inside "

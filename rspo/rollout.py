@@ -8,6 +8,7 @@ environment's memory line, the current observation and the admissible actions.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -197,13 +198,18 @@ def expert_demonstrations(
     history: int = 2,
     show_admissible: bool = True,
     action_mode: str = "score",
+    random_frac: float = 0.0,
+    seed: int = 0,
 ) -> list[tuple[str, list[str], str]]:
-    """(prompt, admissible actions, expert action) for every step of the expert on each task.
+    """(prompt, admissible actions, action) for every step of the expert on each task.
 
     The prompts are built exactly as :func:`collect` builds them, so supervised fine-tuning on these
-    pairs warm-starts a policy for the same inputs it sees in RL.
+    pairs warm-starts a policy for the same inputs it sees in RL. With ``random_frac`` > 0 each step
+    plays a uniformly random admissible action instead, with that probability (seeded by ``seed``):
+    at 1 the demonstrations are random play, which teaches the action space but not the task.
     """
     env = rspo.envs.make(env_name, split=split)
+    rng = random.Random(seed)
     out = []
     for task_id in task_ids:
         obs, info = env.reset(task_id=task_id)
@@ -211,7 +217,10 @@ def expert_demonstrations(
         view.start(obs, info)
         done = False
         while not done:
-            action = env.expert_action()
+            if random_frac and rng.random() < random_frac:
+                action = rng.choice(view.info["admissible_actions"])
+            else:
+                action = env.expert_action()
             out.append((view.prompt(), list(view.info["admissible_actions"]), action))
             obs, reward, terminated, truncated, info = env.step(action)
             view.record(action, obs, info)

@@ -66,6 +66,12 @@ class WarmStartConfig:
     show_admissible: bool = True  # list the admissible actions in the prompt (RL must use the same)
     max_prompt_tokens: int = 1024  # longer prompts are cut as LMPolicy cuts them
     vocab_size: int = 3072  # BPE vocabulary of the shared tokenizer (plus the shop's product ids)
+    random_frac: float = (
+        0.0  # chance a demonstration step is a uniformly random admissible action (1: random play)
+    )
+    every_action: bool = (
+        False  # each visited state once per admissible action (a uniform target) instead of once
+    )
 
     def __post_init__(self):
         import rspo.envs
@@ -75,15 +81,38 @@ class WarmStartConfig:
             raise ValueError("n_demo_tasks and batch_size must be >= 1, history >= 0, max_prompt_tokens >= 8")
         if self.max_steps <= 0 and self.epochs <= 0:
             raise ValueError("set max_steps > 0 or epochs > 0")
+        if not 0.0 <= self.random_frac <= 1.0:
+            raise ValueError(f"random_frac must be in [0, 1], got {self.random_frac}")
+
+    @property
+    def tokenizer_family(self) -> str:
+        import rspo.envs
+
+        return rspo.envs.env_class(self.env).tokenizer_family
 
 
 # Chosen to land at 10-40 % greedy success in about 3-4 CPU minutes (measured: README of the kit /
 # warmstart.json). Household: without the admissible list (prompts 180 instead of 310 tokens; the
 # candidates are scored anyway) the same steps reached a higher held-out accuracy. Shop: with it - the
 # product ids to click are copied from it.
+# Detour (the credit-assignment lab): imitation of *random play* - the model learns the action space,
+# calibrated to a near-uniform choice among the admissible actions, and none of the task, so RL starts
+# where undirected play succeeds in a few percent of episodes (the lab's sparsity). Every admissible
+# action of each visited state is a target (one sampled action per state left the model, in one of
+# two builds, unable to name the room's mechanism: 4-7% on it instead of 25%); one step of history and
+# no admissible list keep its prompts near 100 tokens.
 DEFAULT_CONFIGS: dict[str, dict] = {
     "household": dict(max_steps=1200, show_admissible=False),
     "shop": dict(max_steps=500, show_admissible=True),
+    "detour": dict(
+        n_demo_tasks=500,
+        max_steps=600,
+        random_frac=1.0,
+        every_action=True,
+        history=1,
+        show_admissible=False,
+        vocab_size=512,
+    ),
 }
 
 
@@ -105,9 +134,18 @@ def _demos(config: WarmStartConfig) -> list[tuple[str, list[str], str]]:
     from rspo.rollout import expert_demonstrations
 
     task_ids = rspo.envs.make(config.env, split="train").task_ids[: config.n_demo_tasks]
-    return expert_demonstrations(
-        config.env, "train", task_ids, history=config.history, show_admissible=config.show_admissible
+    demos = expert_demonstrations(
+        config.env,
+        "train",
+        task_ids,
+        history=config.history,
+        show_admissible=config.show_admissible,
+        random_frac=config.random_frac,
+        seed=config.seed,
     )
+    if config.every_action:  # the uniform policy's targets, all of them: a denser signal than one sample
+        demos = [(prompt, cands, a) for prompt, cands, _ in demos for a in cands]
+    return demos
 
 
 def demo_texts(policy, config: WarmStartConfig) -> dict[str, list[str]]:
@@ -300,11 +338,15 @@ def evaluate_greedy(
 # --- the cached default policy --------------------------------------------------------------------
 def cache_key(config: WarmStartConfig) -> str:
     """A hash of everything that determines the warm-started model."""
+    fields = dataclasses.asdict(config)
+    for added in ("random_frac", "every_action"):  # added later: expert-only configs keep their keys
+        if not fields[added]:
+            del fields[added]
     spec = {
         "version": SFT_VERSION,
-        "config": dataclasses.asdict(config),
+        "config": fields,
         "model": TINY_MODEL,
-        "tokenizer": tokenizer_key(config.vocab_size),
+        "tokenizer": tokenizer_key(config.vocab_size, config.tokenizer_family),
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -333,7 +375,7 @@ def build_default(
     config = config or default_config(env)
     path = default_policy_path(env, config)
     t0 = time.perf_counter()
-    tok = default_tokenizer(config.vocab_size)
+    tok = default_tokenizer(config.vocab_size, config.tokenizer_family)
     policy = LMPolicy(
         build_tiny_model(tok, seed=config.seed),
         tok,

@@ -32,12 +32,12 @@ def check_info(info):
     assert isinstance(info["valid"], bool)
 
 
-def test_registry_lists_both_environments():
-    assert ENV_NAMES == ["household", "shop"]
+def test_registry_lists_the_environments():
+    assert ENV_NAMES == ["detour", "household", "shop"]
 
 
 def test_unknown_environment_names_the_choices():
-    with pytest.raises(ValueError, match="household, shop"):
+    with pytest.raises(ValueError, match="detour, household, shop"):
         rspo.envs.make("kitchen")
 
 

@@ -34,7 +34,9 @@ def env_texts():
 def cache(tmp_path, monkeypatch):
     """An empty cache root; the default tokenizer replaced by the small one (fast)."""
     monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
-    monkeypatch.setattr(sft, "default_tokenizer", lambda vocab_size=0: tiny.small_tokenizer())
+    monkeypatch.setattr(
+        sft, "default_tokenizer", lambda vocab_size=0, family="default": tiny.small_tokenizer()
+    )
     return tmp_path
 
 
@@ -197,3 +199,57 @@ def test_cache_key_depends_on_config(cache):
         sft.default_policy_path("shop", base)
     with pytest.raises(ValueError, match="unknown environment"):
         sft.WarmStartConfig(env="nope")
+
+
+def test_tokenizer_families_follow_the_registry():
+    assert tiny.family_envs() == ["household", "shop"]
+    assert tiny.family_envs("detour") == ["detour"]
+    with pytest.raises(ValueError, match="tokenizer family"):
+        tiny.family_envs("nope")
+    texts = tiny.tokenizer_corpus(n_expert=5, n_random=5, family="detour")
+    assert texts and all("chest" in t for t in texts)
+    assert not any("cabinet" in t or "search[" in t for t in texts)
+    # the lab's own tokenizer is small and keys on its corpus, apart from the default's data files
+    assert tiny.tokenizer_key(512, "detour") != tiny.tokenizer_key(512)
+
+
+def test_random_play_demonstrations_and_every_action_targets():
+    ids = rspo.envs.make("detour", split="train").task_ids[:20]
+    expert = expert_demonstrations("detour", "train", ids)
+    assert len(expert) == 20 * rspo.envs.make("detour").length
+    rand = expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
+    assert rand != expert and all(a in cands for _, cands, a in rand)
+    assert rand == expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
+    cfg = sft.default_config("detour")
+    assert cfg.random_frac == 1.0 and cfg.every_action and cfg.tokenizer_family == "detour"
+    cfg = sft.WarmStartConfig(env="detour", n_demo_tasks=3, random_frac=1.0, every_action=True)
+    demos = sft._demos(cfg)
+    prompts = {p for p, _, _ in demos}
+    for prompt in prompts:  # each visited state once per admissible action, each action once
+        rows = [(c, a) for p, c, a in demos if p == prompt]
+        assert sorted(a for _, a in rows) == sorted(rows[0][0]) * (len(rows) // len(rows[0][0]))
+    with pytest.raises(ValueError, match="random_frac"):
+        sft.WarmStartConfig(env="detour", random_frac=1.5)
+
+
+def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
+    # household and shop warm starts built before random_frac / every_action existed stay valid: their
+    # key is the hash of the spec as it was then (the config without the two fields)
+    import hashlib
+
+    for env in ("household", "shop"):
+        cfg = sft.default_config(env)
+        old = {
+            k: v for k, v in sft.dataclasses.asdict(cfg).items() if k not in ("random_frac", "every_action")
+        }
+        spec = {
+            "version": sft.SFT_VERSION,
+            "config": old,
+            "model": tiny.TINY_MODEL,
+            "tokenizer": tiny.tokenizer_key(cfg.vocab_size),
+        }
+        assert (
+            sft.cache_key(cfg) == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+        )
+        changed = sft.WarmStartConfig(env=env, random_frac=0.5, **sft.DEFAULT_CONFIGS[env])
+        assert sft.cache_key(changed) != sft.cache_key(cfg)

@@ -17,6 +17,7 @@ from rspo.envs.base import INFO_KEYS, TextEnv, choice_error
 _REGISTRY: dict[str, str] = {
     "household": "rspo.envs.household:HouseholdEnv",
     "shop": "rspo.envs.shop:ShopEnv",
+    "detour": "rspo.envs.detour:DetourEnv",
 }
 
 __all__ = ["INFO_KEYS", "TextEnv", "make", "list_envs", "env_class"]

@@ -78,6 +78,7 @@ class TextEnv(ABC):
     eval_splits: tuple[str, ...] = ()  # the splits that evaluation reports (ALFWorld: valid_*; WebShop: test)
     default_max_steps: int = 50
     process_reward_doc: str = ""  # what earns process reward, how much, and how it can mislead
+    tokenizer_family: str = "default"  # environments of one family share the offline tokenizer
 
     def __init__(self, split: str = "train", max_steps: int | None = None, misalignment: float = 0.0):
         if split not in self.splits:

@@ -36,6 +36,9 @@ from pathlib import Path
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>")
 TOKENIZER_VERSION = 3  # bump when the corpus or the training recipe of the tokenizer changes
 DEFAULT_VOCAB_SIZE = 3072
+DEFAULT_FAMILY = (
+    "default"  # household + shop; an environment class may name its own (TextEnv.tokenizer_family)
+)
 
 # ChatML, as Qwen's instruct models render it; the assistant turn ends with <|im_end|> (the eos token).
 CHAT_TEMPLATE = (
@@ -110,8 +113,22 @@ def _chat(user: str, reply: str | None = None) -> str:
     return text if reply is None else text + reply + "<|im_end|>\n"
 
 
-def tokenizer_corpus(n_expert: int = 200, n_random: int = 100, seed: int = 0) -> list[str]:
-    """Texts from both environments' *train* tasks, as the agent sees and writes them.
+def family_envs(family: str = DEFAULT_FAMILY) -> list[str]:
+    """The environments whose text trains tokenizer ``family`` (each environment class names its
+    ``tokenizer_family``: household and shop share ``"default"``, the lab has its own)."""
+    import rspo.envs
+
+    names = [n for n in rspo.envs.list_envs() if rspo.envs.env_class(n).tokenizer_family == family]
+    if not names:
+        raise ValueError(f"no environment uses tokenizer family {family!r}")
+    return names
+
+
+def tokenizer_corpus(
+    n_expert: int = 200, n_random: int = 100, seed: int = 0, family: str = DEFAULT_FAMILY
+) -> list[str]:
+    """Texts from the *train* tasks of the environments of tokenizer ``family``, as the agent sees and
+    writes them.
 
     For each environment: the expert on the first ``n_expert`` train tasks and a seeded random policy
     (uniform over admissible actions, at most 20 steps) on the next ``n_random``; every step contributes
@@ -123,7 +140,7 @@ def tokenizer_corpus(n_expert: int = 200, n_random: int = 100, seed: int = 0) ->
 
     rng = random.Random(seed)
     texts = []
-    for name in ("household", "shop"):
+    for name in family_envs(family):
         env = rspo.envs.make(name, split="train")
         ids = env.task_ids
         runs = [(t, True) for t in ids[:n_expert]] + [(t, False) for t in ids[n_expert : n_expert + n_random]]
@@ -205,21 +222,30 @@ def train_tokenizer(texts: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE, extr
     )
 
 
-def tokenizer_key(vocab_size: int = DEFAULT_VOCAB_SIZE) -> str:
-    """The cache key of the default tokenizer: recipe version, vocabulary size and the data it reads."""
-    spec = {"version": TOKENIZER_VERSION, "vocab_size": vocab_size, "data": data_fingerprint()}
+@functools.cache
+def tokenizer_key(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAULT_FAMILY) -> str:
+    """The cache key of a family's tokenizer: recipe version, vocabulary size and the data it reads
+    (the default family: the committed data files; another family: a hash of its corpus, which its
+    environments generate in code)."""
+    spec = {"version": TOKENIZER_VERSION, "vocab_size": vocab_size}
+    if family == DEFAULT_FAMILY:
+        spec["data"] = data_fingerprint()
+    else:
+        spec["family"] = family
+        spec["corpus"] = hashlib.sha256("\x00".join(tokenizer_corpus(family=family)).encode()).hexdigest()
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
 @functools.cache
-def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE):
-    """The tokenizer shared by both environments: trained once (a few seconds), then read from the cache
-    (``<cache_root>/tokenizer-<key>/``). Kept in memory for the process."""
+def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAULT_FAMILY):
+    """The tokenizer of ``family`` (the default: shared by household and shop): trained once (a few
+    seconds), then read from the cache (``<cache_root>/tokenizer-<key>/``). Kept in memory."""
     from transformers import AutoTokenizer
 
-    path = cache_root() / f"tokenizer-{tokenizer_key(vocab_size)}"
+    path = cache_root() / f"tokenizer-{tokenizer_key(vocab_size, family)}"
     if not path.is_dir():
-        tok = train_tokenizer(tokenizer_corpus(), vocab_size, catalogue_ids())
+        extra = catalogue_ids() if family == DEFAULT_FAMILY else []
+        tok = train_tokenizer(tokenizer_corpus(family=family), vocab_size, extra)
         with atomic_dir(path) as tmp:
             tok.save_pretrained(tmp)
     return AutoTokenizer.from_pretrained(path)
