@@ -95,19 +95,21 @@ class WarmStartConfig:
 # warmstart.json). Household: without the admissible list (prompts 180 instead of 310 tokens; the
 # candidates are scored anyway) the same steps reached a higher held-out accuracy. Shop: with it - the
 # product ids to click are copied from it.
-# Detour (the credit-assignment lab): imitation of *random play* - the model learns the action space,
+# Detour (the credit-assignment lab): imitation of *uniform play* - the model learns the action space,
 # calibrated to a near-uniform choice among the admissible actions, and none of the task, so RL starts
-# where undirected play succeeds in a few percent of episodes (the lab's sparsity). Every admissible
-# action of each visited state is a target (one sampled action per state left the model, in one of
-# two builds, unable to name the room's mechanism: 4-7% on it instead of 25%); one step of history and
-# no admissible list keep its prompts near 100 tokens.
+# where undirected play succeeds in about 1% of episodes (the lab's sparsity). Every admissible action
+# of each visited state is a target (one sampled action per state left the model, in one of two
+# builds, unable to name the room's mechanism: 4-7% on it instead of 25%); the states are visited by
+# the expert mixed half and half with random moves, so that the last room is seen too (random play
+# alone almost never reaches it, and the model then put almost nothing on "open chest"). One step of
+# history and no admissible list keep its prompts near 100 tokens.
 DEFAULT_CONFIGS: dict[str, dict] = {
     "household": dict(max_steps=1200, show_admissible=False),
     "shop": dict(max_steps=500, show_admissible=True),
     "detour": dict(
         n_demo_tasks=500,
         max_steps=600,
-        random_frac=1.0,
+        random_frac=0.5,
         every_action=True,
         history=1,
         show_admissible=False,

@@ -221,7 +221,7 @@ def test_random_play_demonstrations_and_every_action_targets():
     assert rand != expert and all(a in cands for _, cands, a in rand)
     assert rand == expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
     cfg = sft.default_config("detour")
-    assert cfg.random_frac == 1.0 and cfg.every_action and cfg.tokenizer_family == "detour"
+    assert 0 < cfg.random_frac < 1 and cfg.every_action and cfg.tokenizer_family == "detour"
     cfg = sft.WarmStartConfig(env="detour", n_demo_tasks=3, random_frac=1.0, every_action=True)
     demos = sft._demos(cfg)
     prompts = {p for p, _, _ in demos}
