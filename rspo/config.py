@@ -8,6 +8,7 @@ every run (``runs/<name>/config.json``) and a resumed run must match it.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -128,6 +129,22 @@ class TrainConfig:
                 not isinstance(value, expected) or (expected is not bool and isinstance(value, bool))
             ):
                 raise ValueError(f"TrainConfig.{f.name} must be {f.type}, got {value!r}")
+        for f in fields(self):  # nan or inf is never a setting: it trains NaN weights without a word
+            value = getattr(self, f.name)
+            if str(f.type) == "float" and not math.isfinite(value):
+                raise ValueError(f"TrainConfig.{f.name} must be a finite number, got {value!r}")
+        if self.name and (
+            self.name in (".", "..") or "/" in self.name or "\\" in self.name or "\x00" in self.name
+        ):
+            raise ValueError(
+                f"TrainConfig.name must be one folder name inside out_dir (no '/', '\\', '.' or '..'), "
+                f"got {self.name!r}"
+            )
+        if self.group_size < 2 and self.algo != "ppo":
+            raise ValueError(
+                f"TrainConfig.group_size=1 with algo={self.algo!r}: its advantages compare the copies of a "
+                "task with each other, so a group of one trains nothing; use group_size >= 2 (or algo='ppo')"
+            )
         positive = (
             "iterations",
             "tasks_per_iter",

@@ -1,0 +1,62 @@
+"""TrainConfig validation: non-finite numbers, run names, groups of one (issue 20)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rspo.config import TrainConfig
+
+FLOAT_FIELDS = [
+    "lr",
+    "max_grad_norm",
+    "kl_coef",
+    "clip_eps",
+    "swap_c",
+    "value_coef",
+    "entropy_coef",
+    "omega",
+    "process_weight",
+    "outcome_scale",
+    "invalid_penalty",
+    "weight_decay",
+    "swap_lambda",
+    "temperature",
+    "misalignment",
+    "gamma",
+]
+
+
+@pytest.mark.parametrize("key", FLOAT_FIELDS)
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_numbers_are_refused(key, value):
+    with pytest.raises(ValueError, match=f"TrainConfig.{key}"):
+        TrainConfig(**{key: value})
+
+
+def test_every_float_field_is_checked():
+    from dataclasses import fields
+
+    floats = {f.name for f in fields(TrainConfig) if str(f.type) == "float"}
+    for key in floats:
+        with pytest.raises(ValueError, match=key):
+            TrainConfig(**{key: math.nan})
+
+
+@pytest.mark.parametrize("name", ["../x", "../../x", "/tmp/x", "a/b", ".", "..", "a\\b"])
+def test_run_name_is_one_folder_inside_out_dir(name):
+    with pytest.raises(ValueError, match="one folder name"):
+        TrainConfig(name=name)
+
+
+def test_plain_names_and_the_default_name_pass():
+    assert TrainConfig(name="my-run.v2").name == "my-run.v2"
+    assert TrainConfig(env="detour", seed=3).name == "detour-grpo-outcome-s3"
+
+
+@pytest.mark.parametrize("algo", ["grpo", "gigpo", "rloo", "turn_level"])
+def test_a_group_of_one_is_refused_for_group_relative_estimators(algo):
+    with pytest.raises(ValueError, match="group_size=1"):
+        TrainConfig(algo=algo, group_size=1)
+    TrainConfig(algo="ppo", group_size=1)  # GAE has a value baseline: a group of one still learns
