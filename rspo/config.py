@@ -140,7 +140,7 @@ class TrainConfig:
                 f"TrainConfig.name must be one folder name inside out_dir (no '/', '\\', '.' or '..'), "
                 f"got {self.name!r}"
             )
-        if self.group_size < 2 and self.algo != "ppo":
+        if self.group_size == 1 and self.algo != "ppo":
             raise ValueError(
                 f"TrainConfig.group_size=1 with algo={self.algo!r}: its advantages compare the copies of a "
                 "task with each other, so a group of one trains nothing; use group_size >= 2 (or algo='ppo')"
