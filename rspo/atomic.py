@@ -6,6 +6,7 @@ written to a temporary file in the same folder, flushed to disk (fsync) and rena
 file or the new one, never an empty or cut one. The temporary files a kill leaves behind are named
 ``.<name>.<random>.partial`` and removed by :func:`remove_partial_files` when the run resumes.
 
+:func:`atomic_dir` does the same for a whole folder (the cached tokenizer and warm starts), and
 :class:`RunLock` keeps two processes from training one run folder at once.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,6 +70,27 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
     """Replace ``path``'s contents with ``text`` atomically (see the module docstring)."""
     atomic_write_bytes(path, text.encode(encoding))
+
+
+@contextlib.contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """Yield a fresh temporary folder beside ``final``; rename it to ``final`` only if the block succeeds.
+
+    A build that raises (or is killed) leaves no ``final``: the temporary folder is removed on an
+    exception, and a killed one stays as an ignorable ``.tmp-*`` sibling. If another process finished
+    ``final`` first, its copy is kept and ours is discarded.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
+    try:
+        yield tmp
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def remove_partial_files(folder: str | Path) -> list[Path]:

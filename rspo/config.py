@@ -129,9 +129,7 @@ class TrainConfig:
                 not isinstance(value, expected) or (expected is not bool and isinstance(value, bool))
             ):
                 raise ValueError(f"TrainConfig.{f.name} must be {f.type}, got {value!r}")
-        for f in fields(self):  # nan or inf is never a setting: it trains NaN weights without a word
-            value = getattr(self, f.name)
-            if str(f.type) == "float" and not math.isfinite(value):
+            if str(f.type) == "float" and not math.isfinite(value):  # nan/inf trains NaN weights silently
                 raise ValueError(f"TrainConfig.{f.name} must be a finite number, got {value!r}")
         if self.name and (
             self.name in (".", "..") or "/" in self.name or "\\" in self.name or "\x00" in self.name
@@ -140,7 +138,7 @@ class TrainConfig:
                 f"TrainConfig.name must be one folder name inside out_dir (no '/', '\\', '.' or '..'), "
                 f"got {self.name!r}"
             )
-        if self.group_size == 1 and self.algo != "ppo":
+        if self.group_size == 1 and self.estimator != "gae":  # GAE's baseline is a value head
             raise ValueError(
                 f"TrainConfig.group_size=1 with algo={self.algo!r}: its advantages compare the copies of a "
                 "task with each other, so a group of one trains nothing; use group_size >= 2 (or algo='ppo')"

@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rspo.atomic import atomic_dir
 from rspo.policies.tiny import (
     TINY_MODEL,
-    atomic_dir,
     build_tiny_model,
     cache_root,
     default_tokenizer,
@@ -66,12 +66,8 @@ class WarmStartConfig:
     show_admissible: bool = True  # list the admissible actions in the prompt (RL must use the same)
     max_prompt_tokens: int = 1024  # longer prompts are cut as LMPolicy cuts them
     vocab_size: int = 3072  # BPE vocabulary of the shared tokenizer (plus the shop's product ids)
-    random_frac: float = (
-        0.0  # chance a demonstration step is a uniformly random admissible action (1: random play)
-    )
-    every_action: bool = (
-        False  # each visited state once per admissible action (a uniform target) instead of once
-    )
+    random_frac: float = 0.0  # chance a demo step is a random admissible action (1: random play)
+    every_action: bool = False  # each visited state once per admissible action (uniform targets)
 
     def __post_init__(self):
         import rspo.envs

@@ -275,6 +275,21 @@ def ppo_update(
     ppo = cfg.estimator == "gae"
     rng = random.Random(f"{cfg.seed}:update:{iteration}")
     steps, total_w = 0, 0.0
+
+    def clip_and_step(bad_loss, where: str) -> float:
+        """End a minibatch, the same collectives on every process: stop if any process's loss was not
+        finite, average and clip the gradients, stop if their norm is not finite, step; the norm."""
+        if dist.max_int(int(bad_loss is not None)) if distributed else bad_loss is not None:
+            shown = "on another process" if bad_loss is None else bad_loss
+            raise _non_finite(name, iteration, "loss", shown, where)  # every process stops
+        if distributed:
+            dist.average_grads(params)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        if not bool(torch.isfinite(grad_norm)):
+            raise _non_finite(name, iteration, "gradient norm", float(grad_norm), where)
+        optimizer.step()
+        return float(grad_norm)
+
     policy.train()
     for epoch in range(cfg.ppo_epochs):
         order = index[:]
@@ -287,13 +302,7 @@ def ppo_update(
             where = f"epoch {epoch + 1}, minibatch {s // cfg.minibatch_turns + 1}"
             if not minibatch:  # distributed: this process has no turns left; it still steps with the others
                 optimizer.zero_grad(set_to_none=True)
-                if dist.max_int(0):  # the others' loss check (same collectives on every process)
-                    raise _non_finite(name, iteration, "loss", "on another process", where)
-                dist.average_grads(params)
-                grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-                if not bool(torch.isfinite(grad_norm)):
-                    raise _non_finite(name, iteration, "gradient norm", float(grad_norm), where)
-                optimizer.step()
+                clip_and_step(None, where)
                 steps += 1
                 continue
             scale = len(order) / len(minibatch)  # the minibatch loss estimates the whole batch's
@@ -336,16 +345,7 @@ def ppo_update(
                     stats["loss/approx_kl"] += float((w * (0.5 * log_ratio**2).sum(-1)).sum())
                     stats["loss/ratio_max"] = max(stats["loss/ratio_max"], float(torch.exp(log_ratio).max()))
             total_w += wsum
-            if dist.max_int(int(bad_loss is not None)) if distributed else bad_loss is not None:
-                shown = "on another process" if bad_loss is None else bad_loss
-                raise _non_finite(name, iteration, "loss", shown, where)  # every process stops
-            if distributed:
-                dist.average_grads(params)
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-            if not bool(torch.isfinite(grad_norm)):
-                raise _non_finite(name, iteration, "gradient norm", float(grad_norm), where)
-            stats["loss/grad_norm"] += float(grad_norm)
-            optimizer.step()
+            stats["loss/grad_norm"] += clip_and_step(bad_loss, where)
             steps += 1
     policy.eval()
     finite: dict[torch.device, list[torch.Tensor]] = {}

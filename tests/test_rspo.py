@@ -85,7 +85,7 @@ def test_rspo_resume_with_a_non_empty_buffer_ends_where_the_uninterrupted_run_en
             Trainer(cfg("part"), policy=untrained_tiny_policy(0)).run()
     finally:
         Trainer.train_step = original
-    state = torch.load(tmp_path / "part" / "checkpoint" / "state.pt", weights_only=False)
+    state = torch.load(tmp_path / "part" / "checkpoint" / "state.pt", weights_only=True)
     assert len(state["extra"]["buffer"]) > 0 and state["extra"]["explorer"]
     resumed = Trainer(cfg("part", resume=True), policy=untrained_tiny_policy(0))
     rows_res = resumed.run()

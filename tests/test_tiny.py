@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rspo.envs
-from rspo import sft
+from rspo import atomic, sft
 from rspo.policies import tiny
 from rspo.rollout import expert_demonstrations
 
@@ -179,7 +179,7 @@ def test_failed_build_leaves_no_cache(cache, monkeypatch):
     class Boom(RuntimeError):
         pass
 
-    with pytest.raises(Boom), tiny.atomic_dir(cache / "x") as tmp:
+    with pytest.raises(Boom), atomic.atomic_dir(cache / "x") as tmp:
         (tmp / "half").write_text("written")
         raise Boom
     assert list(cache.iterdir()) == []

@@ -69,7 +69,8 @@ def smollm2_local(cache: str | Path | None = None) -> Path:
     Loading with transformers' GGUF support takes about half a minute; the folder holds about 540 MB
     of float32 weights.
     """
-    from rspo.policies.tiny import atomic_dir, cache_root
+    from rspo.atomic import atomic_dir
+    from rspo.policies.tiny import cache_root
 
     path = Path(cache) / CACHE_NAME if cache is not None else cache_root() / CACHE_NAME
     if (path / _DONE).is_file():

@@ -22,23 +22,19 @@ The warm-started default policy (supervised on expert demonstrations) is :func:`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
+
+from rspo.atomic import atomic_dir
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>")
 TOKENIZER_VERSION = 3  # bump when the corpus or the training recipe of the tokenizer changes
 DEFAULT_VOCAB_SIZE = 3072
-DEFAULT_FAMILY = (
-    "default"  # household + shop; an environment class may name its own (TextEnv.tokenizer_family)
-)
+DEFAULT_FAMILY = "default"  # household + shop; an env class may name its own (tokenizer_family)
 
 # ChatML, as Qwen's instruct models render it; the assistant turn ends with <|im_end|> (the eos token).
 CHAT_TEMPLATE = (
@@ -72,27 +68,6 @@ TINY_MODEL = dict(
 def cache_root() -> Path:
     """Where built artefacts are kept: ``$RSPO_CACHE``, else ``~/.cache/rspo``."""
     return Path(os.environ.get("RSPO_CACHE") or Path.home() / ".cache" / "rspo")
-
-
-@contextlib.contextmanager
-def atomic_dir(final: Path) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``final``; rename it to ``final`` only if the block succeeds.
-
-    A build that raises (or is killed) leaves no ``final``: the temporary folder is removed on an
-    exception, and a killed one stays as an ignorable ``.tmp-*`` sibling. If another process finished
-    ``final`` first, its copy is kept and ours is discarded.
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=final.parent))
-    try:
-        yield tmp
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not final.is_dir():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def data_fingerprint() -> str:
@@ -223,6 +198,13 @@ def train_tokenizer(texts: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE, extr
 
 
 @functools.cache
+def _family_corpus(family: str) -> tuple[str, ...]:
+    """:func:`tokenizer_corpus` of ``family`` with its defaults, made once per process (the key of a
+    non-default family hashes it, and a build trains on it)."""
+    return tuple(tokenizer_corpus(family=family))
+
+
+@functools.cache
 def tokenizer_key(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAULT_FAMILY) -> str:
     """The cache key of a family's tokenizer: recipe version, vocabulary size and the data it reads
     (the default family: the committed data files; another family: a hash of its corpus, which its
@@ -232,7 +214,7 @@ def tokenizer_key(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAULT_FA
         spec["data"] = data_fingerprint()
     else:
         spec["family"] = family
-        spec["corpus"] = hashlib.sha256("\x00".join(tokenizer_corpus(family=family)).encode()).hexdigest()
+        spec["corpus"] = hashlib.sha256("\x00".join(_family_corpus(family)).encode()).hexdigest()
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -245,7 +227,7 @@ def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAUL
     path = cache_root() / f"tokenizer-{tokenizer_key(vocab_size, family)}"
     if not path.is_dir():
         extra = catalogue_ids() if family == DEFAULT_FAMILY else []
-        tok = train_tokenizer(tokenizer_corpus(family=family), vocab_size, extra)
+        tok = train_tokenizer(list(_family_corpus(family)), vocab_size, extra)
         with atomic_dir(path) as tmp:
             tok.save_pretrained(tmp)
     return AutoTokenizer.from_pretrained(path)
