@@ -39,7 +39,7 @@ TRAIN_PROFILES: dict[str, dict[str, dict]] = {
     # slowest combination, PPO + RSPO in household (two policies, PPO trains every turn): no KL term
     # (kl_coef 0, as DAPO and Dr. GRPO drop it; the other profiles keep 0.01), 4 replayed groups per
     # RSPO update, household horizon 20 (the warm start's success: 10.2% against 10.9% at 30; the
-    # expert needs 9 steps on average, at most 20 on valid_seen) and 8 iterations. README "Does every
+    # expert needs 9 steps on average, at most 20 on valid_seen) and 8 iterations. docs/results.md "Does every
     # method learn?" has the measurements behind these choices and the previous profile's results.
     "cpu": {
         "common": dict(

@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "train",
         help="train a policy (any algo x reward mode)",
-        description="Train a policy. Every TrainConfig field is a flag; see README 'Training'.",
+        description="Train a policy. Every TrainConfig field is a flag; see docs/training.md.",
     )
     _add_config_flags(p)
     p.set_defaults(func=train)

@@ -1,6 +1,6 @@
 """Metrics: fixed names, one JSON line per iteration in ``runs/<name>/metrics.jsonl``.
 
-Names (listed in the README): ``rollout/*`` what the rollouts did, ``reward/*`` the rewards under the
+Names (listed in docs/training.md): ``rollout/*`` what the rollouts did, ``reward/*`` the rewards under the
 run's reward mode, ``adv/*`` the advantages, ``loss/*`` the update, ``eval/*`` greedy evaluation
 (``eval/success``, ``eval/score``, and per split ``eval/<split>/success``), ``time/*`` seconds.
 """

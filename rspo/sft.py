@@ -87,7 +87,7 @@ class WarmStartConfig:
         return rspo.envs.env_class(self.env).tokenizer_family
 
 
-# Chosen to land at 10-40 % greedy success in about 3-4 CPU minutes (measured: README of the kit /
+# Chosen to land at 10-40 % greedy success in about 3-4 CPU minutes (measured: docs/training.md /
 # warmstart.json). Household: without the admissible list (prompts 180 instead of 310 tokens; the
 # candidates are scored anyway) the same steps reached a higher held-out accuracy. Shop: with it - the
 # product ids to click are copied from it.
