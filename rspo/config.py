@@ -51,7 +51,9 @@ class TrainConfig:
     tasks_per_iter: int = 8  # B tasks per iteration
     group_size: int = 4  # G copies of each task (the GRPO/GiGPO group)
     task_pool: int = 0  # train on a fixed pool of N train tasks (0 = all of them); eval adds eval/pool/*
-    history: int = 2  # H observation/action pairs in each prompt
+    history: int = (
+        -1
+    )  # H observation/action pairs in each prompt; -1: the env's (household, shop 2; detour 1)
     show_admissible: str = "auto"  # list admissible actions: auto (as warm-started) | yes | no
     max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
     misalignment: float = 0.0  # the environment's process-reward misalignment knob m, 0..1
@@ -156,6 +158,10 @@ class TrainConfig:
         for key in positive + ("max_prompt_tokens", "max_new_tokens"):
             if getattr(self, key) < 1:
                 raise ValueError(f"TrainConfig.{key} must be >= 1, got {getattr(self, key)}")
+        if self.history == -1:  # the environment's, as its warm start was trained
+            import rspo.envs
+
+            self.history = rspo.envs.env_class(self.env).default_history
         for key in (
             "history",
             "max_steps",

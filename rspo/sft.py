@@ -62,7 +62,7 @@ class WarmStartConfig:
     weight_decay: float = 0.0  # AdamW weight decay
     batch_size: int = 16  # demonstrations per optimizer step
     seed: int = 0  # model initialisation and data order
-    history: int = 2  # H, observation/action pairs in the prompt (RL must use the same)
+    history: int = -1  # H, observation/action pairs in the prompt (RL must use the same); -1: the env's
     show_admissible: bool = True  # list the admissible actions in the prompt (RL must use the same)
     max_prompt_tokens: int = 1024  # longer prompts are cut as LMPolicy cuts them
     vocab_size: int = 3072  # BPE vocabulary of the shared tokenizer (plus the shop's product ids)
@@ -72,7 +72,9 @@ class WarmStartConfig:
     def __post_init__(self):
         import rspo.envs
 
-        rspo.envs.env_class(self.env)  # a clear error for an unknown environment
+        cls = rspo.envs.env_class(self.env)  # a clear error for an unknown environment
+        if self.history == -1:
+            self.history = cls.default_history
         if self.n_demo_tasks < 1 or self.batch_size < 1 or self.max_prompt_tokens < 8 or self.history < 0:
             raise ValueError("n_demo_tasks and batch_size must be >= 1, history >= 0, max_prompt_tokens >= 8")
         if self.max_steps <= 0 and self.epochs <= 0:
@@ -107,7 +109,6 @@ DEFAULT_CONFIGS: dict[str, dict] = {
         max_steps=600,
         random_frac=0.5,
         every_action=True,
-        history=1,
         show_admissible=False,
         vocab_size=512,
     ),

@@ -60,3 +60,20 @@ def test_a_group_of_one_is_refused_for_group_relative_estimators(algo):
     with pytest.raises(ValueError, match="group_size=1"):
         TrainConfig(algo=algo, group_size=1)
     TrainConfig(algo="ppo", group_size=1)  # GAE has a value baseline: a group of one still learns
+
+
+def test_history_defaults_to_the_environments_as_its_warm_start():
+    from rspo import sft
+
+    for env in ("household", "shop", "detour"):
+        cfg = TrainConfig(env=env)
+        assert cfg.history == sft.default_config(env).history == sft.prompt_settings(env)["history"]
+    assert TrainConfig(env="detour").history == 1 and TrainConfig(env="household").history == 2
+    assert TrainConfig(env="detour", history=3).history == 3
+    # a saved config holds the number, so runs saved before the default existed still match
+    assert (
+        TrainConfig.from_dict(TrainConfig(env="shop").to_dict()).to_dict()
+        == TrainConfig(env="shop").to_dict()
+    )
+    with pytest.raises(ValueError, match="history"):
+        TrainConfig(history=-2)

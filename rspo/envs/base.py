@@ -79,6 +79,7 @@ class TextEnv(ABC):
     default_max_steps: int = 50
     process_reward_doc: str = ""  # what earns process reward, how much, and how it can mislead
     tokenizer_family: str = "default"  # environments of one family share the offline tokenizer
+    default_history: int = 2  # observation/action pairs in a prompt, for its warm start and for RL
 
     def __init__(self, split: str = "train", max_steps: int | None = None, misalignment: float = 0.0):
         if split not in self.splits:

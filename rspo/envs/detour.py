@@ -111,6 +111,7 @@ class DetourEnv(TextEnv):
     default_max_steps = 12
     process_reward_doc = PROCESS_REWARD_DOC
     tokenizer_family = "detour"  # its own small tokenizer: short prompts, a small output layer
+    default_history = 1  # the state is in the observation; one pair keeps prompts near 110 tokens
 
     def __init__(
         self,
