@@ -40,8 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.analysis import grid_configs  # noqa: E402
+from rspo.analysis import TRAIN_PROFILES, grid_configs  # noqa: E402
 from rspo.config import TrainConfig  # noqa: E402
+from rspo.envs import list_envs  # noqa: E402
 
 
 def finished_runs(configs: list[TrainConfig]) -> list:
@@ -102,8 +103,8 @@ def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="cpu", choices=["cpu", "quick", "smoke", "gpu"])
-    parser.add_argument("--envs", nargs="+", default=["household", "shop"], choices=["household", "shop"])
+    parser.add_argument("--profile", default="cpu", choices=list(TRAIN_PROFILES))
+    parser.add_argument("--envs", nargs="+", default=["household", "shop"], choices=list_envs())
     parser.add_argument("--algos", nargs="+", default=["grpo", "ppo", "gigpo"])
     parser.add_argument("--rewards", nargs="+", default=["outcome", "dense", "rspo"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

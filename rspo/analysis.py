@@ -64,6 +64,24 @@ TRAIN_PROFILES: dict[str, dict[str, dict]] = {
         "household": dict(eval_tasks=128),
         "shop": dict(eval_tasks=128),
     },
+    # the credit-assignment lab (issue 17, docs/lab/): detour only; 8 tasks x 4 copies (a group of 8
+    # let the outcome learner find its first successes at once: docs/lab/README.md), lr 1e-3 (the
+    # tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
+    "lab": {
+        "common": dict(
+            iterations=30,
+            tasks_per_iter=8,
+            group_size=4,
+            lr=1e-3,
+            kl_coef=0.0,
+            micro_batch=64,
+            no_signal="skip",
+            threads=1,
+            eval_every=6,
+            eval_tasks=64,
+        ),
+        "detour": dict(),
+    },
     # seconds: for testing the scripts that run profiles
     "smoke": {
         "common": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),

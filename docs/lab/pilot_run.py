@@ -1,9 +1,10 @@
 """One pilot run of the credit-assignment lab (``detour``), as docs/lab/README.md reports them.
 
-    python docs/lab/pilot_run.py --reward outcome|dense [--m 0.0] [--it 24] [--seed 0] [--out runs/lab-pilot]
+    python docs/lab/pilot_run.py --reward outcome|dense [--m 0.0] [--it 24] [--seed 0] [--tasks 8]
+        [--group 8] [--lr 1e-3] [--out runs/lab-pilot]
 
-GRPO from the lab's warm start (built once, about 1.5 minutes), 8 tasks x 8 copies per iteration,
-lr 1e-3, no KL term, one step of history, no admissible list, groups without signal skipped, greedy
+GRPO from the lab's warm start (built once, about 1.5 minutes), 8 tasks x 8 copies per iteration
+and lr 1e-3 unless told otherwise, no KL term, one step of history, no admissible list, groups without signal skipped, greedy
 evaluation on 64 test tasks every ``it // 5`` iterations. Prints one line per iteration and the CPU
 seconds. Not the protocol: these settings are a pilot (see the README).
 """
@@ -27,6 +28,9 @@ def main() -> None:
     p.add_argument("--m", type=float, default=0.0)
     p.add_argument("--it", type=int, default=24)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tasks", type=int, default=8, help="tasks per iteration")
+    p.add_argument("--group", type=int, default=8, help="copies of each task (the GRPO group)")
+    p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--out", default="runs/lab-pilot")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -36,9 +40,9 @@ def main() -> None:
         reward=a.reward,
         misalignment=a.m,
         iterations=a.it,
-        lr=1e-3,
-        tasks_per_iter=8,
-        group_size=8,
+        lr=a.lr,
+        tasks_per_iter=a.tasks,
+        group_size=a.group,
         seed=a.seed,
         history=1,
         show_admissible="no",
@@ -51,7 +55,7 @@ def main() -> None:
         threads=1,
         kl_coef=0.0,
         out_dir=a.out,
-        name=f"{a.algo}-{a.reward}-m{a.m:g}-s{a.seed}",
+        name=f"{a.algo}-{a.reward}-m{a.m:g}-t{a.tasks}g{a.group}-lr{a.lr:g}-s{a.seed}",
     )
     t0 = time.process_time()
     Trainer(cfg).run()
