@@ -2,7 +2,7 @@
 
     python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000]
 
-Reads ``<runs>/m<m>/detour-grpo-<reward>-s<seed>/`` (``benchmarks/bench_learning.py --profile lab
+Reads ``<runs>/m<m>/lab/detour-grpo-<reward>-s<seed>/`` (``benchmarks/bench_learning.py --profile lab
 --envs detour --algos grpo --set misalignment=<m> --out <runs>/m<m>``): the outcome learner from
 ``m0`` (its training does not depend on m) and the dense learner from every ``m<m>`` folder. Each
 quantity is a mean over seeds with a 95% bootstrap interval (seeds resampled with replacement within
@@ -97,7 +97,7 @@ def main() -> None:
     by_m: dict[float, dict[str, list]] = {}
     for folder in sorted(root.glob("m*")):
         m = float(folder.name[1:])
-        for run in load_runs(folder):
+        for run in load_runs(folder / "lab" if (folder / "lab").is_dir() else folder):
             if run.finished and run.config.env == "detour" and run.config.algo == "grpo":
                 by_m.setdefault(m, {}).setdefault(run.config.reward, []).append(run)
     outcome = by_m.get(0.0, {}).get("outcome", [])
