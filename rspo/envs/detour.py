@@ -1,11 +1,11 @@
-"""``detour``: a credit-assignment diagnostic where RSPO's premises hold, small and fast (issue 17).
+"""``detour``: the credit-assignment lab's environment, small and fast (issue 17, ``docs/lab/``).
 
 In the spirit of bsuite's diagnostic tasks: one small task, one knob per question.
 
 The agent walks a passage of ``length`` rooms. Each room but the last has a gate to the east, opened
 by the one mechanism fixed to it (a lever, a crank, a bell, ...); operating it opens the gate and
 walks the agent through. The last room holds a chest; ``open chest`` wins. Other mechanisms lie in
-every room (``distractors`` of them) and do nothing; ``go west`` walks back; ``look`` and ``wait``
+every other room (``distractors`` of them) and do nothing; ``go west`` walks back; ``look`` and ``wait``
 pass a turn. The first room also holds a **map**: ``read map`` does nothing for the goal, and it is
 the detour the process reward can pay for.
 
@@ -13,8 +13,8 @@ Questions and knobs:
 
 - *sparsity* (``length``, ``distractors``): undirected play must pick the right one of about
   ``distractors + 4`` actions ``length`` times in a row within the horizon. With the defaults
-  (4 rooms, 3 distractors, 12 steps) a uniformly random policy succeeds in about 4% of episodes
-  (``python -m rspo.envs.detour``); the expert needs 4 steps.
+  (6 rooms, 1 distractor, 12 steps) a uniformly random policy succeeds in about 0.9% of episodes
+  (``python -m rspo.envs.detour`` prints other settings); the expert needs 6 steps.
 - *misalignment* ``m``: the process reward pays every ``read map`` ``m`` x 0.5, again and again;
   it looks like progress (orienting toward the goal) and is found at the first step. At m = 1
   reading the map for the whole horizon (6.0) out-earns solving (outcome 1 + milestones 0.5 =
@@ -23,9 +23,9 @@ Questions and knobs:
 Splits: a task is a *layout* - the mechanism of each gate, the gates' and distractors' names and the
 order of the admissible actions. ``train`` and ``test`` draw their gate-mechanism sequences from
 disjoint sets (a fixed fifth of all sequences is test-only), so no test layout occurs in train;
-every mechanism occurs at every position in train. Observations and prompts are short (about 30
-tokens of observation; a prompt with two steps of history and the admissible actions is under 150
-tokens with the lab's tokenizer).
+every mechanism occurs at every position in train. Observations and prompts are short: with one step
+of history (``default_history``) and no admissible list a prompt is about 110 tokens with the lab's
+tokenizer.
 """
 
 from __future__ import annotations
@@ -252,6 +252,6 @@ def random_success(episodes: int = 20000, seed: int = 0, **options) -> float:
 
 
 if __name__ == "__main__":
-    for length, distractors in itertools.product((3, 4, 5), (1, 2, 3, 4)):
+    for length, distractors in itertools.product((4, 5, 6), (0, 1, 2, 3)):
         rate = random_success(length=length, distractors=distractors)
         print(f"length {length} distractors {distractors}: random success {rate:.1%}")
