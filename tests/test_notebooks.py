@@ -64,3 +64,21 @@ def test_a_failing_notebook_names_itself_and_its_cell(tmp_path, monkeypatch):
         job.NotebookFailed, match=r"02_credit_assignment.ipynb failed in code cell \d+ of \d+"
     ):
         job.reproduce("quick", tmp_path, ["02"], write=lambda *_: None)
+
+
+def test_warm_starts_are_built_in_the_terminal_before_the_notebooks(tmp_path, monkeypatch):
+    """A fresh cache: the profile's warm start is built by `rspo reproduce` itself, announced, before
+    notebook 00 (which would otherwise build it silently for minutes); a cached one is not rebuilt."""
+    import rspo.reproduce as job
+    import rspo.sft as sft
+
+    monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
+    built, said = [], []
+    monkeypatch.setattr(sft, "build_default", lambda env: built.append(env) or (tmp_path / env).mkdir())
+    monkeypatch.setattr(sft, "default_policy_path", lambda env: tmp_path / env)
+    job.ensure_warm_starts("quick", said.append)
+    assert built == job.PROFILES["quick"]["*"]["envs"] and "once" in said[0] and "built in" in said[1]
+    job.ensure_warm_starts("quick", said.append)
+    assert len(built) == 1  # cached
+    job.ensure_warm_starts("gpu", said.append)  # a named model: nothing to build
+    assert len(built) == 1
