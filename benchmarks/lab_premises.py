@@ -1,6 +1,8 @@
 """RSPO's premises on the credit-assignment lab, from finished runs: P1, P2, P3 with 95% CIs.
 
-    python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000]
+    python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000] [--claims]
+
+``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (its rules, read there).
 
 Reads ``<runs>/m<m>/lab/detour-grpo-<reward>-s<seed>/`` (``benchmarks/bench_learning.py --profile lab
 --envs detour --algos grpo --set misalignment=<m> --out <runs>/m<m>``): the outcome learner from
@@ -90,18 +92,74 @@ def fmt(e: tuple[float, float, float], digits: int = 2) -> str:
     return f"{e[0]:.{digits}f} [{e[1]:.{digits}f}, {e[2]:.{digits}f}]"
 
 
+def eval_at(run, steps: float | None = None, iteration: int | None = None) -> float:
+    """Greedy test success at ``iteration``, or at the evaluation whose environment steps are closest
+    to ``steps`` (the protocol's equal-steps reading)."""
+    rows = [r for r in run.rows if "eval/success" in r and r["iteration"] > 0]
+    if iteration is not None:
+        return next(r["eval/success"] for r in rows if r["iteration"] == iteration)
+    return min(rows, key=lambda r: abs(r["rollout/env_steps"] - steps))["eval/success"]
+
+
+def claims(by_m: dict, boot: int) -> None:
+    """The protocol's claims table: (b) dense - outcome and (c) RSPO - outcome, RSPO - dense, at equal
+    environment steps (primary) and equal iterations (30), per base algorithm and m."""
+
+    def diff(pick_a, pick_b):
+        return lambda a, b: statistics.fmean(map(pick_a, a)) - statistics.fmean(map(pick_b, b))
+
+    print("\nclaims (docs/lab/protocol.md): differences of final greedy test success, 95% intervals")
+    for m in sorted(by_m):
+        for algo in sorted({r.config.algo for runs in by_m[m].values() for r in runs}):
+            got = {k: [r for r in v if r.config.algo == algo] for k, v in by_m[m].items()}
+            outcome = [r for r in by_m.get(0.0, {}).get("outcome", []) if r.config.algo == algo]
+            rspo, dense = got.get("rspo", []), got.get("dense", [])
+            if not (rspo and dense and outcome):
+                print(
+                    f"  {algo} m = {m:g}: missing runs (rspo {len(rspo)}, dense {len(dense)}, outcome {len(outcome)})"
+                )
+                continue
+            steps = statistics.fmean(r.rows[-1]["rollout/env_steps"] for r in rspo)
+            reach = min(r.rows[-1]["rollout/env_steps"] for r in dense + outcome)
+            note = "" if reach >= 0.9 * steps else f" (baselines end at {reach:,.0f} steps: not extended)"
+            print(
+                f"  {algo} m = {m:g}: seeds rspo {len(rspo)}, dense {len(dense)}, outcome {len(outcome)}; "
+                f"RSPO's steps {steps:,.0f}{note}"
+            )
+            for view, base_pick in (
+                ("equal steps", lambda r, s=steps: eval_at(r, steps=s)),
+                ("equal iterations", lambda r: eval_at(r, iteration=30)),
+            ):
+                rspo_pick = lambda r: eval_at(r, iteration=30)  # noqa: E731
+                b = bootstrap(diff(base_pick, base_pick), [dense, outcome], boot)
+                c1 = bootstrap(diff(rspo_pick, base_pick), [rspo, outcome], boot)
+                c2 = bootstrap(diff(rspo_pick, base_pick), [rspo, dense], boot)
+                vb = "yes" if b[2] < 0 else ("no" if b[1] > 0 else "within noise")
+                vc = (
+                    "yes" if c1[1] > 0 and c2[1] > 0 else ("no" if c1[2] < 0 or c2[2] < 0 else "within noise")
+                )
+                print(
+                    f"    {view}: (b) dense - outcome {fmt(b)} -> {vb}; (c) RSPO - outcome {fmt(c1)}, "
+                    f"RSPO - dense {fmt(c2)} -> {vc}"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default=str(ROOT / "runs" / "lab-sweep"))
     parser.add_argument("--boot", type=int, default=2000)
+    parser.add_argument("--claims", action="store_true", help="also the protocol's claims table")
     args = parser.parse_args()
     root = Path(args.runs)
     by_m: dict[float, dict[str, list]] = {}
     for folder in sorted(root.glob("m*")):
         m = float(folder.name[1:])
         for run in load_runs(folder / "lab" if (folder / "lab").is_dir() else folder):
-            if run.finished and run.config.env == "detour" and run.config.algo == "grpo":
+            if run.finished and run.config.env == "detour":
                 by_m.setdefault(m, {}).setdefault(run.config.reward, []).append(run)
+    if args.claims:
+        claims(by_m, args.boot)
+    by_m = {m: {k: [r for r in v if r.config.algo == "grpo"] for k, v in g.items()} for m, g in by_m.items()}
     outcome = by_m.get(0.0, {}).get("outcome", [])
     if not outcome:
         raise SystemExit(f"no finished outcome runs in {root}/m0")
