@@ -51,9 +51,7 @@ class TrainConfig:
     tasks_per_iter: int = 8  # B tasks per iteration
     group_size: int = 4  # G copies of each task (the GRPO/GiGPO group)
     task_pool: int = 0  # train on a fixed pool of N train tasks (0 = all of them); eval adds eval/pool/*
-    history: int = (
-        -1
-    )  # H observation/action pairs in each prompt; -1: the env's (household, shop 2; detour 1)
+    history: int = -1  # H obs/action pairs per prompt; -1: the env's (household, shop 2; detour 1)
     show_admissible: str = "auto"  # list admissible actions: auto (as warm-started) | yes | no
     max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
     misalignment: float = 0.0  # the environment's process-reward misalignment knob m, 0..1
