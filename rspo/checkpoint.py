@@ -6,10 +6,13 @@ lists, tuples, strings, numbers, bools, None: the replay buffer's episodes as di
 ``torch.load(weights_only=True)``, which builds no other Python object: a checkpoint shared by
 someone else cannot run code on ``--resume``. A file that needs more (format 1, written before this,
 pickled the buffer's ``Episode`` objects; or a planted pickle) is refused with an error. Weights that
-are not finite are never written (:func:`save_checkpoint` refuses them). Resuming checks that the saved ``config.json`` agrees with the new config on
-everything that changes the result (it may differ in ``iterations``, ``resume``, ``progress``,
-``eval_every``, ``checkpoint_every`` - so a run can be extended), reloads the state and drops metric
-rows written after the checkpoint.
+are not finite are never written (:func:`save_checkpoint` refuses them). Resuming checks that the saved
+``config.json`` agrees with the new config on everything that changes the result (it may differ in
+``iterations``, ``resume``, ``progress``, ``eval_every``, ``checkpoint_every`` - so a run can be
+extended); where ``config.json`` was deleted, the config the checkpoint records (``state["config"]``)
+is compared instead, and a checkpoint that records none is refused. It then reloads the state and drops
+metric rows written after the checkpoint. :func:`check_run_dir` makes these checks without writing
+anything, for ``rspo train`` to call before it loads a model.
 """
 
 from __future__ import annotations
@@ -100,6 +103,9 @@ def save_checkpoint(trainer, extra: dict | None = None) -> Path:
         "optimizer": trainer.optimizer.state_dict(),
         "extra": {**getattr(trainer, "checkpoint_extra", lambda: {})(), **(extra or {})},
     }
+    cfg = getattr(trainer, "cfg", None)
+    if isinstance(cfg, TrainConfig):  # what a resume compares with when config.json is gone
+        state["config"] = cfg.to_dict()
     _check_finite(state["policy"], "policy", trainer.iteration)
     if isinstance(state["extra"].get("explorer"), dict):
         _check_finite(state["extra"]["explorer"], "explorer", trainer.iteration)
@@ -185,13 +191,82 @@ def load_checkpoint(trainer) -> bool:
     return True
 
 
-def check_same_run(old: TrainConfig, new: TrainConfig, run_dir: Path) -> None:
-    """Raise if ``new`` differs from the saved ``old`` in anything that changes the result."""
+def check_same_run(old: TrainConfig, new: TrainConfig, run_dir: Path, source: str = "") -> None:
+    """Raise if ``new`` differs from the saved ``old`` in anything that changes the result
+    (``source``: where ``old`` was read, when not the run's config.json)."""
     old_d, new_d = old.to_dict(), new.to_dict()
     diff = sorted(k for k in new_d if k not in MAY_DIFFER and old_d.get(k) != new_d[k])
     if diff:
         shown = ", ".join(f"{k}: {old_d.get(k)!r} -> {new_d[k]!r}" for k in diff)
-        raise ValueError(f"cannot resume {run_dir}: config differs in {shown}")
+        raise ValueError(f"cannot resume {run_dir}: config differs in {shown}{source}")
+
+
+def check_resume(cfg: TrainConfig, run_dir: Path) -> None:
+    """Raise unless resuming ``run_dir`` with ``cfg`` continues the same run: ``cfg`` is compared with
+    the run's ``config.json`` or, where that file was deleted, with the config its checkpoint records
+    (format 2 checkpoints written before they recorded it: refused, since a changed seed or lr could
+    not be told). Nothing saved at all: nothing to compare, the run starts from the beginning."""
+    saved = run_dir / "config.json"
+    if saved.exists():
+        check_same_run(TrainConfig.load(saved), cfg, run_dir)
+        return
+    path = _state_path(run_dir)
+    if not path.exists():
+        return
+    recorded = read_checkpoint(path).get("config")
+    if not isinstance(recorded, dict):
+        raise ValueError(
+            f"cannot resume {run_dir}: its config.json is missing and its checkpoint does not record "
+            "the config, so a changed seed or lr could not be detected; put the run's config.json back, "
+            "or start the run again without --resume (in another folder, or after deleting this one)"
+        )
+    check_same_run(
+        TrainConfig.from_dict(recorded), cfg, run_dir, " (from the checkpoint: config.json is missing)"
+    )
+
+
+def _holds_a_run(run_dir: Path) -> bool:
+    return run_dir.is_dir() and any(p.name != LOCK_NAME for p in run_dir.iterdir())
+
+
+def check_run_dir(cfg: TrainConfig, must_exist: bool = False) -> None:
+    """What :func:`prepare_run_dir` will refuse, checked without writing anything - ``rspo train``
+    calls it before loading any model, so a bad run folder is a one-line error at once: ``out_dir``
+    or the run folder a file, a folder that cannot be written, a run there already (without
+    ``resume``), a resume with another config. With ``must_exist`` (``rspo train --resume``) a missing
+    run folder is an error too; the library's ``resume=True`` starts a missing run (benchmarks and
+    :func:`rspo.analysis.ensure_run` rely on that)."""
+    import os
+
+    run_dir = cfg.run_dir
+    for path, flag in ((Path(cfg.out_dir), "--out-dir"), (run_dir, "--name")):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{path} is a file, not a folder; choose another {flag}")
+    existing = run_dir
+    while not existing.exists() and existing != existing.parent:  # the nearest folder there is
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{existing} is a file, not a folder; choose another --out-dir")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write in {existing} (permission denied); choose another --out-dir")
+    if cfg.resume:
+        if not run_dir.is_dir():
+            if must_exist:
+                raise ValueError(
+                    f"cannot resume {run_dir}: no such run folder; drop --resume to start this run, "
+                    "or check --name and --out-dir"
+                )
+            return
+        check_resume(cfg, run_dir)
+    elif _holds_a_run(run_dir):
+        raise _holds_a_run_error(run_dir)
+
+
+def _holds_a_run_error(run_dir: Path) -> ValueError:
+    return ValueError(
+        f"run directory {run_dir} already holds a run; pass resume=True (--resume) to continue it, "
+        "or choose another name (--name) or out_dir"
+    )
 
 
 def prepare_run_dir(trainer) -> None:
@@ -203,17 +278,13 @@ def prepare_run_dir(trainer) -> None:
     if cfg.resume:
         for folder in (run_dir, run_dir / "checkpoint"):  # temporary files of writes a kill cut
             remove_partial_files(folder)
-        if saved.exists():
-            check_same_run(TrainConfig.load(saved), cfg, run_dir)
+        check_resume(cfg, run_dir)
         if trainer.load_checkpoint():
             trainer.log.truncate(trainer.iteration)
         else:  # killed before its first checkpoint: start again
             trainer.log.path.unlink(missing_ok=True)
-    elif run_dir.exists() and any(p.name != LOCK_NAME for p in run_dir.iterdir()):
-        raise ValueError(
-            f"run directory {run_dir} already holds a run; pass resume=True (--resume) to continue it, "
-            "or choose another name (--name) or out_dir"
-        )
+    elif _holds_a_run(run_dir):
+        raise _holds_a_run_error(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(saved) as tmp:
         cfg.save(tmp)

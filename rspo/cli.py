@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
 
 from rspo import envs
+from rspo.atomic import RunLockedError
 
 HELP_TEXT = """Type the number of an admissible action, or any command as free text.
   e / expert   take the expert's next action      ?  / help  show this help
@@ -22,6 +24,14 @@ def _format_actions(actions: list[str], width: int = 100) -> str:
     per_row = max(1, width // col)
     rows = [cells[i : i + per_row] for i in range(0, len(cells), per_row)]
     return "\n".join("".join(c.ljust(col) for c in row).rstrip() for row in rows)
+
+
+def _action_number(raw: str, n: int) -> int | None:
+    """``raw`` as the number of one of ``n`` listed actions, or None: ASCII digits only (``²`` and
+    ``٣`` are digits to ``str.isdigit`` but not to ``int``) and in range."""
+    if raw.isascii() and raw.isdigit() and len(raw) <= len(str(n)) and int(raw) < n:
+        return int(raw)
+    return None
 
 
 def play(args: argparse.Namespace, read=input, write=print) -> int:
@@ -56,11 +66,13 @@ def play(args: argparse.Namespace, read=input, write=print) -> int:
             if raw in ("e", "expert"):
                 action = env.expert_action()
                 write(f"expert: {action}")
-            elif raw.isdigit() and int(raw) < len(info["admissible_actions"]):
-                action = info["admissible_actions"][int(raw)]
+            elif (number := _action_number(raw, len(info["admissible_actions"]))) is not None:
+                action = info["admissible_actions"][number]
             else:
                 action = raw
         obs, reward, terminated, truncated, info = env.step(action)
+        if not info["valid"]:
+            write(f"{action!r} is not a valid action here: nothing happens (the step counts); ? for help")
         total_reward += reward
         total_process += info["process_reward"]
         write(
@@ -136,19 +148,57 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, dest=f.name, type=kind, default=None, help=help_)
 
 
-def train(args: argparse.Namespace, write=print) -> int:
-    """Build a TrainConfig from --config and flags, and run the trainer."""
+# a Hugging Face hub id: NAME or OWNER/NAME (letters, digits, "-", "_", "."; no "..")
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def check_model(model: str, gguf_file: str = "") -> None:
+    """A one-line ValueError unless ``model`` is "" (the tiny default), an existing local path or
+    something that can be a hub id (``Qwen/Qwen2.5-1.5B-Instruct``: not downloaded or looked up here);
+    with ``gguf_file`` in a local folder, the file must be there."""
+    if not model:
+        return
+    path = Path(model)
+    if path.exists():
+        if gguf_file and path.is_dir() and not (path / gguf_file).is_file():
+            raise ValueError(f"--gguf-file {gguf_file}: no such file in {model}; check the name")
+        return
+    if not _HUB_ID.fullmatch(model) or ".." in model:
+        raise ValueError(
+            f"--model {model}: no such file or folder, and not a hub id (NAME or OWNER/NAME, e.g. "
+            "Qwen/Qwen2.5-1.5B-Instruct); pass an existing local path or a hub id"
+        )
+
+
+def train_config(args: argparse.Namespace):
+    """The TrainConfig of ``rspo train``: the --config file, then the flags; every check that needs
+    no model (the file, the fields, --model, the run folder), each a one-line ValueError."""
     import dataclasses
 
-    from rspo.config import TrainConfig
-    from rspo.trainer import Trainer
+    from rspo.checkpoint import check_run_dir
+    from rspo.config import TrainConfig, read_config_file, unknown_fields_error
 
-    data = json.loads(Path(args.config).read_text()) if args.config else {}
+    data = {}
+    if args.config:
+        data = read_config_file(args.config)
+        error = unknown_fields_error(data)
+        if error is not None:
+            raise ValueError(f"config file {args.config}: {error}")
     for f in dataclasses.fields(TrainConfig):
         value = getattr(args, f.name, None)
         if value is not None:
             data[f.name] = value
     cfg = TrainConfig.from_dict(data)
+    check_model(cfg.model, cfg.gguf_file)
+    check_run_dir(cfg, must_exist=cfg.resume)
+    return cfg
+
+
+def train(args: argparse.Namespace, write=print) -> int:
+    """Build a TrainConfig from --config and flags, check it and its run folder, and run the trainer."""
+    cfg = train_config(args)  # before the trainer's import and any model: errors come at once
+    from rspo.trainer import Trainer
+
     rows = Trainer(cfg).run()
     evals = [r for r in rows if "eval/success" in r]
     if evals:
@@ -291,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:  # bad names, splits, task ids, knobs: one clear line, no traceback
         print(f"rspo: error: {err}", file=sys.stderr)
         return 2
+    except (RunLockedError, FloatingPointError) as err:  # another process on the run; a nan/inf update
+        print(f"rspo: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -92,8 +92,8 @@ class TrainConfig:
     # evaluation, logging, checkpoints
     eval_every: int = 10  # evaluate every K iterations (and before the first and after the last); 0 = never
     eval_tasks: int = 128  # tasks per evaluation split (0 = the whole split)
-    checkpoint_every: int = 5  # save a resumable checkpoint every K iterations (and at the end)
-    resume: bool = False  # continue runs/<name>/ from its last checkpoint
+    checkpoint_every: int = 5  # checkpoint every K iterations and at the end (0: only at the end)
+    resume: bool = False  # continue runs/<name>/ from its last checkpoint (rspo train: the folder must exist)
     progress: bool = True  # a progress bar with success and reward
     # device
     device: str = "auto"  # auto | cpu | cuda
@@ -245,13 +245,54 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown TrainConfig fields {unknown}; valid fields: {', '.join(sorted(known))}"
-            )
+        error = unknown_fields_error(data)
+        if error is not None:
+            raise error
         return cls(**data)
+
+
+def unknown_fields_error(data: dict) -> ValueError | None:
+    """The error for the keys of ``data`` that are no TrainConfig field (None if there are none), with
+    the nearest field's name for each misspelt one."""
+    import difflib
+
+    known = sorted(f.name for f in fields(TrainConfig))
+    unknown = sorted(set(data) - set(known), key=str)
+    if not unknown:
+        return None
+    hints = [f"{k!r} -> {m[0]!r}" for k in unknown if (m := difflib.get_close_matches(str(k), known, 1))]
+    hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+    return ValueError(f"unknown TrainConfig fields {unknown}{hint}; valid fields: {', '.join(known)}")
+
+
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "true/false"}
+
+
+def read_config_file(path: str | Path) -> dict:
+    """The JSON object of TrainConfig fields in ``path`` (``rspo train --config``); a one-line ValueError
+    naming the file when it is missing, a folder, unreadable, not JSON or not one JSON object."""
+    p = Path(path)
+    fix = 'it must hold one JSON object of TrainConfig fields, e.g. {"env": "shop", "lr": 0.0001}'
+    if not p.exists():
+        raise ValueError(f"config file {p}: no such file")
+    if p.is_dir():
+        raise ValueError(f"config file {p} is a folder, not a file; {fix}")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"config file {p} is not UTF-8 text; {fix}") from None
+    except OSError as e:
+        raise ValueError(f"cannot read config file {p}: {e.strerror or e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"config file {p} is not JSON ({e.msg} at line {e.lineno}, column {e.colno}); {fix}"
+        ) from None
+    if not isinstance(data, dict):
+        kind = "null" if data is None else _JSON_KINDS.get(type(data), type(data).__name__)
+        raise ValueError(f"config file {p} holds {kind}, not a JSON object; {fix}")
+    return data
 
 
 def field_docs() -> dict[str, str]:

@@ -441,7 +441,8 @@ class Trainer:
             row["time/total"] = time.perf_counter() - start
             if main:
                 self.log.write(row)
-            if cfg.checkpoint_every and (self.iteration % cfg.checkpoint_every == 0 or last):
+            # every checkpoint_every iterations and at the end; checkpoint_every=0: only at the end
+            if last or (cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0):
                 steps_by_rank = self.dist.gather(self.env_steps)
                 if main:
                     self.save_checkpoint(extra={"env_steps_by_rank": steps_by_rank})
