@@ -1,8 +1,11 @@
 """RSPO's premises on the credit-assignment lab, from finished runs: P1, P2, P3 with 95% CIs.
 
-    python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000] [--claims]
+    python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000] [--claims [DIR ...]]
 
-``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (its rules, read there).
+``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (:mod:`rspo.claims` applies its
+rules), over the lab's runs and any folders of finished runs named after it (household and shop:
+``docs/results-cpu/runs``). The premises are read at the protocol's 30 iterations: baselines
+continued to 60 for the claims' equal-steps view are cut there.
 
 Reads ``<runs>/m<m>/lab/detour-grpo-<reward>-s<seed>/`` (``benchmarks/bench_learning.py --profile lab
 --envs detour --algos grpo --set misalignment=<m> --out <runs>/m<m>``): the outcome learner from
@@ -29,8 +32,6 @@ each method, ``--boot`` times, percentiles 2.5 and 97.5). Curves are read agains
 from __future__ import annotations
 
 import argparse
-import math
-import random
 import statistics
 import sys
 from pathlib import Path
@@ -38,152 +39,64 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.analysis import load_runs  # noqa: E402
-
-
-def interp(xs: list[float], ys: list[float], x: float) -> float:
-    """``ys`` at ``x`` on the piecewise-linear curve through (xs, ys); constant beyond the ends."""
-    if x <= xs[0]:
-        return ys[0]
-    for x0, y0, x1, y1 in zip(xs, ys, xs[1:], ys[1:], strict=False):
-        if x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y1
-    return ys[-1]
-
-
-def curve(run, key: str) -> tuple[list[float], list[float]]:
-    """(environment steps, ``key``) over a run's training rows (steps start at 0 with the first value)."""
-    rows = [r for r in run.rows if key in r and "rollout/env_steps" in r]
-    return [0.0] + [r["rollout/env_steps"] for r in rows], [rows[0][key]] + [r[key] for r in rows]
-
-
-def final(run, key: str, last: int = 3) -> float:
-    values = [r[key] for r in run.rows if key in r]
-    return statistics.fmean(values[-last:])
-
-
-def first_reach(runs, key: str, target: float, grid: list[float]) -> float:
-    """First step on ``grid`` where the mean over ``runs`` of ``key`` reaches ``target`` (inf: never)."""
-    curves = [curve(r, key) for r in runs]
-    for x in grid:
-        if statistics.fmean(interp(xs, ys, x) for xs, ys in curves) >= target:
-            return x
-    return float("inf")
-
-
-def bootstrap(stat, groups: list[list], boot: int, seed: int = 0) -> tuple[float, float, float]:
-    """(estimate, low, high): ``stat(*groups)`` and its 95% percentile interval, each group of seeds
-    resampled with replacement on its own."""
-    rng = random.Random(seed)
-    est = stat(*groups)
-    values = sorted(stat(*[[rng.choice(g) for _ in g] for g in groups]) for _ in range(boot))
-    return est, values[int(0.025 * boot)], values[min(boot - 1, int(0.975 * boot))]
-
-
-def verdict(
-    low: float, high: float, est: float, *, above: float | None = None, below: float | None = None
-) -> str:
-    if above is not None:
-        return "holds" if low > above else ("within noise" if est > above else "no")
-    return "holds" if high < below else ("within noise" if est < below else "no")
-
-
-def fmt(e: tuple[float, float, float], digits: int = 2) -> str:
-    return f"{e[0]:.{digits}f} [{e[1]:.{digits}f}, {e[2]:.{digits}f}]"
-
-
-def eval_at(run, steps: float | None = None, iteration: int | None = None) -> float:
-    """Greedy test success at ``iteration``, or at the evaluation whose environment steps are closest
-    to ``steps`` (the protocol's equal-steps reading)."""
-    rows = [r for r in run.rows if "eval/success" in r and r["iteration"] > 0]
-    if iteration is not None:
-        return next(r["eval/success"] for r in rows if r["iteration"] == iteration)
-    return min(rows, key=lambda r: abs(r["rollout/env_steps"] - steps))["eval/success"]
-
-
-def claims(by_m: dict, boot: int) -> None:
-    """The protocol's claims table: (b) dense - outcome and (c) RSPO - outcome, RSPO - dense, at equal
-    environment steps (primary) and equal iterations (30), per base algorithm and m."""
-
-    def diff(pick_a, pick_b):
-        return lambda a, b: statistics.fmean(map(pick_a, a)) - statistics.fmean(map(pick_b, b))
-
-    print("\nclaims (docs/lab/protocol.md): differences of final greedy test success, 95% intervals")
-    for m in sorted(by_m):
-        for algo in sorted({r.config.algo for runs in by_m[m].values() for r in runs}):
-            got = {k: [r for r in v if r.config.algo == algo] for k, v in by_m[m].items()}
-            outcome = [r for r in by_m.get(0.0, {}).get("outcome", []) if r.config.algo == algo]
-            rspo, dense = got.get("rspo", []), got.get("dense", [])
-            if not (rspo and dense and outcome):
-                print(
-                    f"  {algo} m = {m:g}: missing runs (rspo {len(rspo)}, dense {len(dense)}, outcome {len(outcome)})"
-                )
-                continue
-            steps = statistics.fmean(r.rows[-1]["rollout/env_steps"] for r in rspo)
-            reach = min(r.rows[-1]["rollout/env_steps"] for r in dense + outcome)
-            note = "" if reach >= 0.9 * steps else f" (baselines end at {reach:,.0f} steps: not extended)"
-            print(
-                f"  {algo} m = {m:g}: seeds rspo {len(rspo)}, dense {len(dense)}, outcome {len(outcome)}; "
-                f"RSPO's steps {steps:,.0f}{note}"
-            )
-            for view, base_pick in (
-                ("equal steps", lambda r, s=steps: eval_at(r, steps=s)),
-                ("equal iterations", lambda r: eval_at(r, iteration=30)),
-            ):
-                rspo_pick = lambda r: eval_at(r, iteration=30)  # noqa: E731
-                b = bootstrap(diff(base_pick, base_pick), [dense, outcome], boot)
-                c1 = bootstrap(diff(rspo_pick, base_pick), [rspo, outcome], boot)
-                c2 = bootstrap(diff(rspo_pick, base_pick), [rspo, dense], boot)
-                vb = "yes" if b[2] < 0 else ("no" if b[1] > 0 else "within noise")
-                vc = (
-                    "yes" if c1[1] > 0 and c2[1] > 0 else ("no" if c1[2] < 0 or c2[2] < 0 else "within noise")
-                )
-                print(
-                    f"    {view}: (b) dense - outcome {fmt(b)} -> {vb}; (c) RSPO - outcome {fmt(c1)}, "
-                    f"RSPO - dense {fmt(c2)} -> {vc}"
-                )
+from rspo.analysis import to_markdown  # noqa: E402
+from rspo.claims import (  # noqa: E402  # noqa: E402
+    bootstrap,
+    by_reward,
+    claims_table,
+    curve,
+    final,
+    fmt,
+    interp,
+    lab_runs,
+    p1_ratio,
+    total_steps,
+    verdict,
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default=str(ROOT / "runs" / "lab-sweep"))
     parser.add_argument("--boot", type=int, default=2000)
-    parser.add_argument("--claims", action="store_true", help="also the protocol's claims table")
+    parser.add_argument(
+        "--claims",
+        nargs="*",
+        metavar="DIR",
+        help="also the protocol's claims table (rspo.claims), over --runs and these folders of finished "
+        "runs (e.g. docs/results-cpu/runs for household and shop)",
+    )
     args = parser.parse_args()
     root = Path(args.runs)
-    by_m: dict[float, dict[str, list]] = {}
-    for folder in sorted(root.glob("m*")):
-        m = float(folder.name[1:])
-        for run in load_runs(folder / "lab" if (folder / "lab").is_dir() else folder):
-            if run.finished and run.config.env == "detour":
-                by_m.setdefault(m, {}).setdefault(run.config.reward, []).append(run)
-    if args.claims:
-        claims(by_m, args.boot)
-    by_m = {m: {k: [r for r in v if r.config.algo == "grpo"] for k, v in g.items()} for m, g in by_m.items()}
-    outcome = by_m.get(0.0, {}).get("outcome", [])
+    runs = [r for r in lab_runs(root) if r.config.env == "detour"]
+    if args.claims is not None:
+        from rspo.analysis import load_runs
+
+        extra = [r for folder in args.claims for r in load_runs(folder)]
+        head, lines = claims_table(runs + extra, args.boot)
+        print(
+            "claims (docs/lab/protocol.md, rspo.claims): final greedy test success, points, 95% intervals\n"
+        )
+        print(to_markdown(head, lines) if lines else "(no environment has outcome, dense and RSPO runs)")
+        print()
+    groups = by_reward(runs)
+    outcome = groups.get(("detour", "grpo", 0.0), {}).get("outcome", [])
     if not outcome:
         raise SystemExit(f"no finished outcome runs in {root}/m0")
     print(f"outcome learner: {len(outcome)} seeds ({root}/m0); bootstrap {args.boot}x; 95% intervals")
 
-    def total_steps(runs):
-        return statistics.fmean(r.rows[-1]["rollout/env_steps"] for r in runs)
-
-    def p1(out_runs, dense_runs):
-        target = 0.9 * statistics.fmean(final(r, "rollout/success") for r in out_runs)
-        t = total_steps(out_runs)
-        grid = [t * k / 400 for k in range(1, 801)]
-        t_out = first_reach(out_runs, "rollout/success", target, grid)
-        return first_reach(dense_runs, "rollout/success", target, grid) / t_out if target > 0 else math.nan
-
-    for m in sorted(by_m):
-        dense = by_m[m].get("dense", [])
-        if not dense:
+    for (_, algo, m), got in sorted(groups.items(), key=lambda kv: kv[0][2]):
+        dense = got.get("dense", [])
+        if algo != "grpo" or not dense:
             continue
+        # the premises at the protocol's 30 iterations (baselines continued to 60 for the claims are cut)
+        dense = [_first_rows(r, 30) for r in dense]
+        outcome_30 = [_first_rows(r, 30) for r in outcome]
         print(f"\nm = {m:g}: dense learner {len(dense)} seeds")
-        if m == 0.0 and statistics.fmean(final(r, "rollout/success") for r in outcome) == 0:
+        if m == 0.0 and statistics.fmean(final(r, "rollout/success") for r in outcome_30) == 0:
             print("  P1 empty: the outcome learner never succeeded")
         elif m == 0.0:
-            e = bootstrap(p1, [outcome, dense], args.boot)
+            e = bootstrap(p1_ratio, [outcome_30, dense], args.boot)
             print(
                 f"  P1 steps for dense to reach outcome's final success / outcome's steps: {fmt(e)} "
                 f"-> {verdict(e[1], e[2], e[0], below=0.5001)}"
@@ -200,13 +113,13 @@ def main() -> None:
             )
 
         e_rise = bootstrap(rise, [dense], args.boot)
-        e_gap = bootstrap(gap, [outcome, dense], args.boot)
+        e_gap = bootstrap(gap, [outcome_30, dense], args.boot)
         p2 = e_rise[1] > 0 and e_gap[2] < 0
         print(
             f"  P2 dense process-return rise: {fmt(e_rise)}; final test success dense - outcome: {fmt(e_gap)} "
             f"-> {'holds' if p2 else ('dense not below outcome' if e_gap[2] >= 0 else 'no rise')}"
         )
-        t = total_steps(outcome)
+        t = total_steps(outcome_30)
         for frac in (0.5, 1.0):
 
             def distinct(o, d, at=frac * t):
@@ -214,11 +127,18 @@ def main() -> None:
                     interp(*curve(r, "rollout/distinct_successes"), at) for r in d
                 ) - statistics.fmean(interp(*curve(r, "rollout/distinct_successes"), at) for r in o)
 
-            e = bootstrap(distinct, [outcome, dense], args.boot)
+            e = bootstrap(distinct, [outcome_30, dense], args.boot)
             print(
                 f"  P3 distinct successes dense - outcome at {frac:g} x outcome's steps ({frac * t:,.0f}): "
                 f"{fmt(e, 1)} -> {verdict(e[1], e[2], e[0], above=0.0)}"
             )
+
+
+def _first_rows(run, iterations: int):
+    """The run as it was at ``iterations`` (a baseline continued past the protocol's 30 iterations)."""
+    from dataclasses import replace
+
+    return replace(run, rows=[r for r in run.rows if r.get("iteration", 0) <= iterations])
 
 
 if __name__ == "__main__":

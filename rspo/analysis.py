@@ -28,12 +28,30 @@ KEYS = ("env", "algo", "reward")
 
 # training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
 # per profile, settings for every environment ("common") and per environment, on top of TrainConfig's
+# the credit-assignment lab's settings (issue 17, docs/lab/protocol.md): detour only; 8 tasks x 4
+# copies (a group of 8 let the outcome learner find its first successes at once: docs/lab/README.md),
+# lr 1e-3 (the tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
+LAB = dict(
+    iterations=30,
+    tasks_per_iter=8,
+    group_size=4,
+    lr=1e-3,
+    kl_coef=0.0,
+    micro_batch=64,
+    no_signal="skip",
+    threads=1,
+    eval_every=6,
+    eval_tasks=64,
+)
 TRAIN_PROFILES: dict[str, dict[str, dict]] = {
-    # the whole story at small scale: every notebook of the quick profile in minutes (CI runs it)
+    # the whole story at small scale (CI runs it): the lab at the protocol's settings and its
+    # misaligned m = 0.1 (docs/lab/protocol.md), where dense first finds successes faster and then
+    # drifts to farming; household and shop at toy scale for the notebooks' env parameter
     "quick": {
         "common": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
         "household": dict(max_steps=20, eval_tasks=32),
         "shop": dict(eval_tasks=32),
+        "detour": dict(LAB, misalignment=0.1),
     },
     # the CPU table: at most 15 minutes per run on a 2-core machine, two runs at a time. Sized by the
     # slowest combination, PPO + RSPO in household (two policies, PPO trains every turn): no KL term
@@ -64,24 +82,8 @@ TRAIN_PROFILES: dict[str, dict[str, dict]] = {
         "household": dict(eval_tasks=128),
         "shop": dict(eval_tasks=128),
     },
-    # the credit-assignment lab (issue 17, docs/lab/): detour only; 8 tasks x 4 copies (a group of 8
-    # let the outcome learner find its first successes at once: docs/lab/README.md), lr 1e-3 (the
-    # tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
-    "lab": {
-        "common": dict(
-            iterations=30,
-            tasks_per_iter=8,
-            group_size=4,
-            lr=1e-3,
-            kl_coef=0.0,
-            micro_batch=64,
-            no_signal="skip",
-            threads=1,
-            eval_every=6,
-            eval_tasks=64,
-        ),
-        "detour": dict(),
-    },
+    # the credit-assignment lab (LAB above); m from --set misalignment=...
+    "lab": {"common": LAB, "detour": dict()},
     # seconds: for testing the scripts that run profiles
     "smoke": {
         "common": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
@@ -348,9 +350,88 @@ def ensure_run(
     return load_run(cfg.run_dir)
 
 
-def gather_runs(configs, train: bool = True, verbose: bool = False) -> tuple[list[Run], list[str]]:
+def _train_run(data: dict) -> str:
+    """:func:`ensure_run` in a worker process (:func:`train_runs`): the config as a plain dict."""
+    cfg = TrainConfig.from_dict(data)
+    ensure_run(cfg)
+    return cfg.name
+
+
+def _progress(cfg: TrainConfig) -> str:
+    """``name (iteration i/N)`` from the rows a running run has written so far."""
+    path = cfg.run_dir / "metrics.jsonl"
+    rows = path.read_text().count("\n") if path.exists() else 0
+    return f"{cfg.name} (iteration {max(rows - 1, 0)}/{cfg.iterations})"
+
+
+def train_runs(configs, workers: int = 2, write=print, every: float = 20.0) -> None:
+    """Train the unfinished runs among ``configs``, ``workers`` at a time in worker processes (each
+    run uses its ``threads``; the lab's and the cpu profile's runs use one). The shared initial
+    evaluation is made here first, so the workers do not race to write it. ``write`` gets one line per
+    finished run, and every ``every`` seconds one line with the running runs' iterations: a terminal
+    is never silent for long. A worker's error is raised with the run's name."""
+    import multiprocessing
+    import time
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    todo = [cfg for cfg in configs if finished_run(cfg) is None]
+    if not todo:
+        return
+    if workers <= 1 or len(todo) == 1:
+        for k, cfg in enumerate(todo, 1):
+            write(f"[{k}/{len(todo)}] training {cfg.name} ...")
+            t0 = time.perf_counter()
+            run = ensure_run(cfg)
+            write(f"[{k}/{len(todo)}] {_finished_line(run)} in {time.perf_counter() - t0:.0f} s")
+        return
+    for cfg in {(c.out_dir, c.env): c for c in todo if not (c.run_dir / "config.json").exists()}.values():
+        if cfg.eval_every:
+            initial_eval(cfg)
+    write(f"training {len(todo)} runs, {workers} at a time (one line per finished run) ...")
+    t0 = time.perf_counter()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        running = {pool.submit(_train_run, cfg.to_dict()): cfg for cfg in todo}
+        done_count = 0
+        while running:
+            finished, _ = wait(running, timeout=every, return_when=FIRST_COMPLETED)
+            for future in finished:
+                cfg = running.pop(future)
+                try:
+                    future.result()
+                except Exception as err:
+                    raise RuntimeError(f"training {cfg.name} failed: {type(err).__name__}: {err}") from err
+                done_count += 1
+                run = load_run(cfg.run_dir)
+                write(
+                    f"[{done_count}/{len(todo)}] {_finished_line(run)} ({time.perf_counter() - t0:.0f} s so far)"
+                )
+            if not finished:
+                started = [cfg for cfg in running.values() if (cfg.run_dir / "metrics.jsonl").exists()]
+                write(
+                    f"  {time.perf_counter() - t0:.0f} s: {done_count}/{len(todo)} finished; running "
+                    + (", ".join(_progress(cfg) for cfg in started) or "(starting)")
+                )
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _finished_line(run: Run) -> str:
+    first, last = run.rows[0], run.rows[-1]
+    return (
+        f"{run.config.name:32s} eval success {100 * first['eval/success']:5.1f}% -> "
+        f"{100 * last['eval/success']:5.1f}%"
+    )
+
+
+def gather_runs(
+    configs, train: bool = True, verbose: bool = False, workers: int = 1
+) -> tuple[list[Run], list[str]]:
     """:func:`ensure_run` on each of ``configs`` in order: the finished runs, and the names of the
-    missing ones (those not finished, with ``train`` False). ``verbose``: one line per run."""
+    missing ones (those not finished, with ``train`` False). ``verbose``: one line per run.
+    ``workers`` > 1: the unfinished runs are first trained that many at a time (:func:`train_runs`)."""
+    if train and workers > 1:
+        train_runs(configs, workers)
     runs, missing = [], []
     for cfg in configs:
         run = ensure_run(cfg, train=train)  # None: not finished, and not trained
@@ -359,11 +440,7 @@ def gather_runs(configs, train: bool = True, verbose: bool = False) -> tuple[lis
             continue
         runs.append(run)
         if verbose:
-            print(
-                f"{cfg.name:32s} eval success {100 * run.rows[0]['eval/success']:5.1f}% -> "
-                f"{100 * run.rows[-1]['eval/success']:5.1f}%",
-                flush=True,
-            )
+            print(_finished_line(run), flush=True)
     return runs, missing
 
 

@@ -56,6 +56,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "01_environments_and_rewards": {"episodes_per_env": 200},
     },
 }
+# training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
+# uses one thread in these profiles; the gpu profile trains one run at a time)
+TRAIN_WORKERS = {"quick": 2, "cpu": 2}
 # where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
 SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 # the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
@@ -164,6 +167,17 @@ def ensure_warm_starts(profile: str, write=print) -> None:
             write(f"warm start of {env} built in {time.perf_counter() - t0:.0f} s")
 
 
+def ensure_table_runs(profile: str, out: Path, write=print) -> None:
+    """Train the profile's table runs that are not finished (:func:`table_status`), here, two at a time
+    (``TRAIN_WORKERS``) with a line per finished run and the running runs' iterations every 20 s - not
+    silently inside notebooks 03-05, which then load them."""
+    from rspo.analysis import train_runs
+
+    _, missing = table_status(profile, out)
+    if missing:
+        train_runs(missing, workers=TRAIN_WORKERS.get(profile, 1), write=write)
+
+
 def run_notebooks(
     profile: str, out: Path, selected: list[str] | None = None, write=print, finished_only: bool = False
 ) -> list[NotebookRun]:
@@ -171,6 +185,8 @@ def run_notebooks(
 
     out.mkdir(parents=True, exist_ok=True)
     ensure_warm_starts(profile, write)
+    if not finished_only and not selected:
+        ensure_table_runs(profile, out, write)
     done = []
     paths = notebooks(selected)
     for k, path in enumerate(paths, 1):

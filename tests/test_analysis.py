@@ -181,6 +181,26 @@ def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
     assert ensure_run(cfg, train=False).rows == run.rows
 
 
+def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_thread):
+    from rspo.analysis import ensure_run, grid_configs, train_runs
+
+    def grid(where):
+        return grid_configs("smoke", where, ["shop"], ["grpo"], ["outcome", "dense"], [0])
+
+    lines = []
+    train_runs(grid(tmp_path / "parallel"), workers=2, write=lines.append, every=1.0)
+    assert lines[0].startswith("training 2 runs, 2 at a time")
+    assert sum(line.startswith(("[1/2]", "[2/2]")) for line in lines) == 2
+    for par, seq in zip(grid(tmp_path / "parallel"), grid(tmp_path / "sequential"), strict=True):
+        a, b = ensure_run(par, train=False), ensure_run(seq)
+        assert a is not None and a.finished
+        strip = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in a.rows]
+        assert strip == [{k: v for k, v in r.items() if not k.startswith("time/")} for r in b.rows]
+    lines.clear()
+    train_runs(grid(tmp_path / "parallel"), workers=2, write=lines.append)  # all finished: nothing to do
+    assert lines == []
+
+
 def test_archived_runs_restore_elsewhere_as_finished_runs(tmp_path):
     from rspo.analysis import archive_runs, finished_run, restore_runs
 

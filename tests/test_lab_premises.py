@@ -1,17 +1,11 @@
-"""The premise checks' arithmetic (benchmarks/lab_premises.py): interpolation, first reach, bootstrap."""
+"""The premise and claim checks' arithmetic (rspo.claims, benchmarks/lab_premises.py): interpolation,
+first reach, bootstrap, verdicts."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-spec = importlib.util.spec_from_file_location(
-    "lab_premises", Path(__file__).resolve().parents[1] / "benchmarks" / "lab_premises.py"
-)
-lp = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lp)
+from rspo import claims as lp
 
 
 class FakeRun:
@@ -48,3 +42,55 @@ def test_verdicts():
     assert lp.verdict(0.6, 0.9, 0.7, below=0.5) == "no"
     assert lp.verdict(1.0, 5.0, 3.0, above=0.0) == "holds"
     assert lp.verdict(-1.0, 5.0, 3.0, above=0.0) == "within noise"
+
+
+def test_bootstrap_skips_resamples_where_the_statistic_is_undefined():
+    est, low, high = lp.bootstrap(
+        lambda g: float("nan") if 0.0 in g else sum(g) / len(g), [[0.0, 1.0, 2.0]], 400
+    )
+    assert (
+        low == low and high == high and 1.0 <= low <= high <= 2.0
+    )  # finite, from the defined resamples only
+
+
+def _run(env, algo, reward, seed, rows, m=0.0):
+    from rspo.analysis import Run
+    from rspo.config import TrainConfig
+
+    cfg = TrainConfig(
+        env=env, algo=algo, reward=reward, seed=seed, iterations=rows[-1]["iteration"], misalignment=m
+    )
+    return Run(None, cfg, rows)
+
+
+def _rows(successes, steps_per_it=100, final_eval=None):
+    rows = [{"iteration": 0, "eval/success": 0.0}]
+    for it, s in enumerate(successes, 1):
+        rows.append({"iteration": it, "rollout/env_steps": it * steps_per_it, "rollout/success": s})
+    rows[-1]["eval/success"] = final_eval
+    return rows
+
+
+def test_claims_table_reads_a_clear_win_and_a_clear_bias_and_uses_m0_outcome_runs_at_every_m():
+    outcome = [
+        _run("detour", "grpo", "outcome", s, _rows([0, 0, 0.2, 0.5], final_eval=0.5 + 0.01 * s))
+        for s in range(4)
+    ]
+    dense = [
+        _run("detour", "grpo", "dense", s, _rows([0.5, 0.5, 0.5, 0.5], final_eval=0.1 + 0.01 * s), m=0.1)
+        for s in range(4)
+    ]
+    rspo = [
+        _run("detour", "grpo", "rspo", s, _rows([0.3, 0.6, 0.9, 1.0], 200, final_eval=0.9 + 0.01 * s), m=0.1)
+        for s in range(4)
+    ]
+    head, lines = lp.claims_table(outcome + dense + rspo, boot=200)
+    assert len(lines) == 1 and lines[0][:4] == ["detour", "0.1", "grpo", "4/4/4"]
+    b, c = lines[0][head.index("(b) dense biased")], lines[0][head.index("(c) RSPO >= both")]
+    assert b.startswith("yes: -40") and "baselines end at 50% of RSPO's steps" in b
+    assert c.startswith("yes: vs outcome +40") and "vs dense +80" in c
+    rspo_worse = [
+        _run("detour", "grpo", "rspo", s, _rows([0, 0, 0, 0], 200, final_eval=0.0), m=0.1) for s in range(4)
+    ]
+    _, lines = lp.claims_table(outcome + dense + rspo_worse, boot=200)
+    assert lines[0][6].startswith("no:")

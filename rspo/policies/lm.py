@@ -53,6 +53,22 @@ def default_lora_config(model: torch.nn.Module, **overrides):
     return LoraConfig(**{**kwargs, **overrides})
 
 
+@contextmanager
+def _quiet_local_load(path: Path):
+    """No "Loading weights 0/24" bar for a local folder (the tiny default loads in milliseconds, and
+    the bars filled logs and notebook outputs); a hub model keeps transformers' progress bars."""
+    from transformers.utils import logging as hf_logging
+
+    quiet = path.is_dir() and hf_logging.is_progress_bar_enabled()
+    if quiet:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if quiet:
+            hf_logging.enable_progress_bar()
+
+
 class LMPolicy:
     """A causal LM as a :class:`rspo.policies.base.Policy`.
 
@@ -453,15 +469,16 @@ class LMPolicy:
         tok_kwargs = {"gguf_file": gguf_file} if gguf_file else {}
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path), **tok_kwargs)
         adapter = (path / "adapter_config.json").is_file()
-        if adapter:
-            from peft import PeftConfig, PeftModel
+        with _quiet_local_load(path):
+            if adapter:
+                from peft import PeftConfig, PeftModel
 
-            base_path = path / BASE_DIR if (path / BASE_DIR).is_dir() else None
-            base_path = base_path or PeftConfig.from_pretrained(str(path)).base_model_name_or_path
-            base = AutoModelForCausalLM.from_pretrained(str(base_path), **kwargs)
-            model = PeftModel.from_pretrained(base, str(path), is_trainable=True)
-        else:
-            model = AutoModelForCausalLM.from_pretrained(str(name_or_path), **kwargs)
+                base_path = path / BASE_DIR if (path / BASE_DIR).is_dir() else None
+                base_path = base_path or PeftConfig.from_pretrained(str(path)).base_model_name_or_path
+                base = AutoModelForCausalLM.from_pretrained(str(base_path), **kwargs)
+                model = PeftModel.from_pretrained(base, str(path), is_trainable=True)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(str(name_or_path), **kwargs)
             if gguf_file is not None:
                 model.hf_quantizer = None  # dequantised weights; lets save_pretrained work
         if device is not None:

@@ -1,0 +1,242 @@
+"""The paper's three claims, decided from finished runs by the lab protocol's rules.
+
+``docs/lab/protocol.md`` fixes the rules before any RSPO run; this module applies them, so that
+``benchmarks/lab_premises.py``, the README's table and notebook 05 print the same verdicts:
+
+- **(a) outcome is slow** (premise P1): the environment steps at which the dense learner's mean
+  rollout-success curve first reaches 0.9 x the outcome learner's final rollout success, over those
+  at which the outcome learner's does. yes: the 95% interval's upper end <= 0.5; within noise: only
+  the estimate <= 0.5; no: otherwise; n/a when the outcome learner never succeeds.
+- **(b) dense is biased**: dense - outcome final greedy test success (``eval/success``) at equal
+  environment steps. yes: the interval lies below 0; no: above 0; within noise otherwise.
+- **(c) RSPO >= both**: RSPO - outcome and RSPO - dense at equal environment steps. yes: both
+  intervals above 0; no: either below 0; within noise otherwise.
+
+Equal environment steps: RSPO's last row against each baseline's evaluation row whose
+``rollout/env_steps`` is closest to RSPO's mean final steps. Equal iterations: every method's row at
+RSPO's last iteration. A difference is a difference of means over seeds; its interval is a bootstrap
+(each method's seeds resampled on their own, percentiles 2.5 and 97.5). Curves are read against
+environment steps, each run's interpolated linearly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from pathlib import Path
+
+
+def interp(xs: list[float], ys: list[float], x: float) -> float:
+    """``ys`` at ``x`` on the piecewise-linear curve through (xs, ys); constant beyond the ends."""
+    if x <= xs[0]:
+        return ys[0]
+    for x0, y0, x1, y1 in zip(xs, ys, xs[1:], ys[1:], strict=False):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y1
+    return ys[-1]
+
+
+def curve(run, key: str) -> tuple[list[float], list[float]]:
+    """(environment steps, ``key``) over a run's training rows (steps start at 0 with the first value)."""
+    rows = [r for r in run.rows if key in r and "rollout/env_steps" in r]
+    return [0.0] + [r["rollout/env_steps"] for r in rows], [rows[0][key]] + [r[key] for r in rows]
+
+
+def final(run, key: str, last: int = 3) -> float:
+    """The mean of ``key`` over the run's last ``last`` rows that have it."""
+    values = [r[key] for r in run.rows if key in r]
+    return statistics.fmean(values[-last:])
+
+
+def first_reach(runs, key: str, target: float, grid: list[float]) -> float:
+    """First step on ``grid`` where the mean over ``runs`` of ``key`` reaches ``target`` (inf: never)."""
+    curves = [curve(r, key) for r in runs]
+    for x in grid:
+        if statistics.fmean(interp(xs, ys, x) for xs, ys in curves) >= target:
+            return x
+    return float("inf")
+
+
+def bootstrap(stat, groups: list[list], boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """(estimate, low, high): ``stat(*groups)`` and its 95% percentile interval, each group of seeds
+    resampled with replacement on its own."""
+    rng = random.Random(seed)
+    est = stat(*groups)
+    values = [stat(*[[rng.choice(g) for _ in g] for g in groups]) for _ in range(boot)]
+    values = sorted(v for v in values if not math.isnan(v))  # a resample where the statistic is undefined
+    if not values:
+        return est, math.nan, math.nan
+    n = len(values)
+    return est, values[int(0.025 * n)], values[min(n - 1, int(0.975 * n))]
+
+
+def verdict(
+    low: float, high: float, est: float, *, above: float | None = None, below: float | None = None
+) -> str:
+    """holds / within noise / no for an interval that should lie ``above`` or ``below`` a value."""
+    if above is not None:
+        return "holds" if low > above else ("within noise" if est > above else "no")
+    return "holds" if high < below else ("within noise" if est < below else "no")
+
+
+def fmt(e: tuple[float, float, float], digits: int = 2, scale: float = 1.0) -> str:
+    est, low, high = (scale * v for v in e)
+    return (
+        f"{est:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+        if scale != 1.0
+        else (f"{est:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]")
+    )
+
+
+def eval_at(run, steps: float | None = None, iteration: int | None = None) -> float:
+    """Greedy test success at ``iteration``, or at the evaluation whose environment steps are closest
+    to ``steps`` (the protocol's equal-steps reading)."""
+    rows = [r for r in run.rows if "eval/success" in r and r["iteration"] > 0]
+    if iteration is not None:
+        return next(r["eval/success"] for r in rows if r["iteration"] == iteration)
+    return min(rows, key=lambda r: abs(r["rollout/env_steps"] - steps))["eval/success"]
+
+
+def total_steps(runs) -> float:
+    return statistics.fmean(r.rows[-1]["rollout/env_steps"] for r in runs)
+
+
+def p1_ratio(outcome, dense) -> float:
+    """P1's statistic: dense's steps to 0.9 x outcome's final rollout success over outcome's (nan when
+    the outcome learner never succeeds)."""
+    target = 0.9 * statistics.fmean(final(r, "rollout/success") for r in outcome)
+    if target <= 0:
+        return math.nan
+    t = total_steps(outcome)
+    grid = [t * k / 400 for k in range(1, 801)]
+    t_outcome = first_reach(outcome, "rollout/success", target, grid)
+    if math.isinf(t_outcome):  # its mean curve never reaches 0.9 x its own final level: undefined
+        return math.nan
+    return first_reach(dense, "rollout/success", target, grid) / t_outcome
+
+
+def _mean_diff(pick_a, pick_b):
+    return lambda a, b: statistics.fmean(map(pick_a, a)) - statistics.fmean(map(pick_b, b))
+
+
+def decide(outcome: list, dense: list, rspo: list, boot: int = 2000, with_a: bool = True) -> dict:
+    """The claims for one environment, base algorithm and m from its finished runs: ``a`` (P1's
+    ratio, or None without ``with_a``), ``b`` and ``c_outcome`` / ``c_dense`` per view (``steps``,
+    ``iterations``) as (estimate, low, high) in success fractions, the verdicts, RSPO's mean final
+    steps and the baselines' last steps (``short`` when they end before 0.9 x RSPO's)."""
+    out: dict = {"seeds": (len(outcome), len(dense), len(rspo))}
+    if with_a:
+        if statistics.fmean(final(r, "rollout/success") for r in outcome) <= 0:
+            out["a"], out["a_verdict"] = None, "n/a (outcome never succeeds)"
+        else:
+            e = bootstrap(p1_ratio, [outcome, dense], boot)
+            out["a"] = e
+            out["a_verdict"] = "yes" if e[2] <= 0.5 else ("within noise" if e[0] <= 0.5 else "no")
+    steps = total_steps(rspo)
+    last_it = rspo[0].rows[-1]["iteration"]
+    out["rspo_steps"] = steps
+    out["baseline_steps"] = min(r.rows[-1]["rollout/env_steps"] for r in dense + outcome)
+    out["short"] = out["baseline_steps"] < 0.9 * steps
+    for view, base_pick in (
+        ("steps", lambda r: eval_at(r, steps=steps)),
+        ("iterations", lambda r: eval_at(r, iteration=last_it)),
+    ):
+
+        def rspo_pick(r):
+            return eval_at(r, iteration=last_it)
+
+        b = bootstrap(_mean_diff(base_pick, base_pick), [dense, outcome], boot)
+        c1 = bootstrap(_mean_diff(rspo_pick, base_pick), [rspo, outcome], boot)
+        c2 = bootstrap(_mean_diff(rspo_pick, base_pick), [rspo, dense], boot)
+        out[view] = {
+            "b": b,
+            "b_verdict": "yes" if b[2] < 0 else ("no" if b[1] > 0 else "within noise"),
+            "c_outcome": c1,
+            "c_dense": c2,
+            "c_verdict": "yes"
+            if c1[1] > 0 and c2[1] > 0
+            else ("no" if c1[2] < 0 or c2[2] < 0 else "within noise"),
+        }
+    return out
+
+
+def by_reward(runs) -> dict[tuple, dict[str, list]]:
+    """Finished runs grouped by (env, algo, misalignment) and then reward mode (ablations left out:
+    only runs whose name is ``<env>-<algo>-<reward>-s<seed>``)."""
+    groups: dict[tuple, dict[str, list]] = {}
+    for run in runs:
+        cfg = run.config
+        if not run.finished or cfg.name != f"{cfg.env}-{cfg.algo}-{cfg.reward}-s{cfg.seed}":
+            continue
+        groups.setdefault((cfg.env, cfg.algo, cfg.misalignment), {}).setdefault(cfg.reward, []).append(run)
+    return groups
+
+
+def lab_runs(root: str | Path) -> list:
+    """Every finished run under ``root``'s ``m<m>/`` folders (``benchmarks/bench_learning.py --out
+    <root>/m<m>`` puts them in ``m<m>/lab/``; archived logs lie in ``m<m>/`` itself)."""
+    from rspo.analysis import load_runs
+
+    runs = []
+    for folder in sorted(Path(root).glob("m*")):
+        runs += load_runs(folder / "lab" if (folder / "lab").is_dir() else folder)
+    return runs
+
+
+def claims_table(
+    runs, boot: int = 2000, algos: tuple = ("grpo", "ppo", "gigpo")
+) -> tuple[list[str], list[list[str]]]:
+    """The claims table over finished ``runs`` (any mix of environments, base algorithms and m): one
+    line per (env, m, algo) that has outcome, dense and RSPO runs. The outcome learner's training
+    does not depend on m, so outcome runs at m = 0 serve every m of their environment and algo; (a)
+    is decided at m = 0 only. Differences in points of success (%)."""
+    groups = by_reward(runs)
+    head = [
+        "env",
+        "m",
+        "algo",
+        "seeds o/d/r",
+        "(a) outcome slow",
+        "(b) dense biased",
+        "(c) RSPO >= both",
+        "(c) at equal iterations",
+    ]
+    lines = []
+    order = {a: i for i, a in enumerate(algos)}
+    for env, algo, m in sorted(groups, key=lambda k: (k[0], k[2], order.get(k[1], 99), k[1])):
+        got = groups[(env, algo, m)]
+        outcome = got.get("outcome") or groups.get((env, algo, 0.0), {}).get("outcome", [])
+        dense, rspo = got.get("dense", []), got.get("rspo", [])
+        if not (outcome and dense and rspo):
+            continue
+        d = decide(outcome, dense, rspo, boot, with_a=m == 0.0)
+        a = "" if m != 0.0 else d["a_verdict"] + (f": {fmt(d['a'])}" if d["a"] else "")
+        cells = []
+        for view in ("steps", "iterations"):
+            v = d[view]
+            cells.append(
+                (
+                    f"{v['b_verdict']}: {fmt(v['b'], 0, 100)}",
+                    f"{v['c_verdict']}: vs outcome "
+                    f"{fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}",
+                )
+            )
+        short = (
+            f" [baselines end at {d['baseline_steps'] / d['rspo_steps']:.0%} of RSPO's steps]"
+            if d["short"]
+            else ""
+        )
+        lines.append(
+            [
+                env,
+                f"{m:g}",
+                algo,
+                "/".join(map(str, d["seeds"])),
+                a,
+                cells[0][0] + short,
+                cells[0][1],
+                cells[1][1],
+            ]
+        )
+    return head, lines
