@@ -27,8 +27,8 @@ def _format_actions(actions: list[str], width: int = 100) -> str:
 
 
 def _action_number(raw: str, n: int) -> int | None:
-    """``raw`` as the number of one of ``n`` listed actions, or None: ASCII digits only (``²`` and
-    ``٣`` are digits to ``str.isdigit`` but not to ``int``) and in range."""
+    """``raw`` as the number of one of ``n`` listed actions, or None: ASCII digits only (``²`` is a
+    digit to ``str.isdigit`` but ``int`` refuses it), in range."""
     if raw.isascii() and raw.isdigit() and len(raw) <= len(str(n)) and int(raw) < n:
         return int(raw)
     return None

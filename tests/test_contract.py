@@ -167,11 +167,14 @@ def _check_invalid_costs_a_step(env, action):
             assert obs == before_obs
         else:
             assert obs == "Nothing happens."
+    return info
 
 
 @pytest.mark.parametrize("action", ADVERSARIAL)
 def test_adversarial_actions_never_raise(env, action):
-    _check_invalid_costs_a_step(env, action)
+    info = _check_invalid_costs_a_step(env, action)
+    if any(_foreign(env, ch) for ch in action):
+        assert not info["valid"]
 
 
 def test_near_miss_commands_are_rejected_or_understood(env):
@@ -181,10 +184,43 @@ def test_near_miss_commands_are_rejected_or_understood(env):
             _check_invalid_costs_a_step(env, miss)
 
 
+def _foreign(env, ch: str) -> bool:
+    """``ch`` makes any action of ``env`` invalid: household and shop read actions with
+    :func:`rspo.envs.text.normalize_action` (printable ASCII, tab, newline, carriage return only);
+    detour with its own ASCII-only line (it reads the ASCII separators \\x1c-\\x1f as spaces)."""
+    if env.name == "detour":
+        return not ch.isascii()
+    return not ("\x20" <= ch <= "\x7e" or ch in "\t\n\r")
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(action=st.text(max_size=300))
 def test_fuzz_any_string_is_an_action(env, action):
-    _check_invalid_costs_a_step(env, action)
+    info = _check_invalid_costs_a_step(env, action)
+    if any(_foreign(env, ch) for ch in action):  # outside the documented grammar: never valid
+        assert not info["valid"], repr(action)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_an_admissible_action_with_a_foreign_character_is_invalid(env, data):
+    """An admissible action with one character outside the documented grammar inserted or swapped in
+    (a Unicode space, a look-alike letter, a control character) is never valid."""
+    obs, info = env.reset(seed=data.draw(st.integers(0, 50)))
+    action = data.draw(st.sampled_from(info["admissible_actions"]))
+    ch = data.draw(
+        st.one_of(
+            st.sampled_from(["\u212a", "\u0131", "\u0130", "\u00a0", "\u2028", "\u3000", "\x1c", "\x1f"]),
+            st.characters(codec="utf-8"),
+        ).filter(lambda c: _foreign(env, c))
+    )
+    at = data.draw(st.integers(0, len(action)))
+    swap = data.draw(st.booleans()) and at < len(action)
+    bad = action[:at] + ch + action[at + swap :]
+    before = info["anchor"]
+    obs, reward, terminated, truncated, info = env.step(bad)
+    assert not info["valid"], f"{bad!r} was taken as a valid action (from {action!r})"
+    assert info["anchor"] == before and not terminated
 
 
 @pytest.mark.parametrize("name", ENV_NAMES)

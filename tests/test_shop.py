@@ -314,7 +314,9 @@ def test_invalid_actions_leave_the_page_unchanged():
 def test_parse_action_normalisation():
     assert parse_action("  Click[  Buy   NOW ] ") == ("click", "buy now")
     assert parse_action("search[Men's\tT-Shirt]") == ("search", "men's t-shirt")
-    assert parse_action("search[chaussures été]") == ("search", "chaussures été")
+    # ASCII only (rspo.envs.text): a query with another character is invalid, as every other action
+    assert parse_action("search[chaussures été]") is None
+    assert parse_action("search[chaussures ete]") == ("search", "chaussures ete")
     assert parse_action("click[buy now]x") is None and parse_action(None) is None
 
 

@@ -27,7 +27,13 @@ step                   int          number of steps taken in this episode
 =====================  ===========  ===============================================================
 
 An unparseable or illegal action never raises: it returns the environment's "nothing happens"
-observation, ``valid=False``, and costs a step.
+observation, ``valid=False``, and costs a step. Household and shop read action text in one way
+(:func:`rspo.envs.text.normalize_action`): ASCII only - an action with any other character (a look-alike
+letter, a Unicode space, a control character) is invalid - with case and whitespace runs ignored.
+
+The same misuse raises the same error in every environment: ``step`` or ``expert_action`` before
+``reset`` is ``RuntimeError("call reset() before ...")``; a bad ``seed``, split, task id, horizon or
+misalignment is a ``ValueError`` naming it.
 """
 
 from __future__ import annotations
@@ -144,10 +150,13 @@ class TextEnv(ABC):
         ``task_id`` names the task exactly. Otherwise the task is drawn from the split by the
         environment's random generator, which ``seed`` re-seeds (as in gymnasium): the same seed
         gives the same task on every machine, and later resets without a seed continue from it.
+        Seeds are non-negative (a negative one is a ValueError: Python's generator would draw ``-n``
+        as ``n``), so distinct seeds are distinct streams.
         """
         if seed is not None:
-            if not isinstance(seed, int) or isinstance(seed, bool):
-                raise ValueError(f"seed must be an int or None, got {seed!r}")
+            if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+                # random.Random(-n) draws as random.Random(n): a negative seed would repeat a positive one
+                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
             self._rng = random.Random(seed)
         if task_id is None:
             task_id = self._task_ids[self._rng.randrange(len(self._task_ids))]

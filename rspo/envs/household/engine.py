@@ -19,6 +19,7 @@ from __future__ import annotations
 from rspo.envs.household.catalog import LAMPS, LOOK, SIMPLE, STATE_WORDS, TASK_TRANSFORM, TRANSFORMS, TWO
 from rspo.envs.household.process import MILESTONES, distractor_amounts
 from rspo.envs.household.world import Layout, _article_list
+from rspo.envs.text import normalize_action
 
 NOTHING = "Nothing happens."
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-\n\n"
@@ -100,7 +101,9 @@ class World:
         self._pr = 0.0
         if len(action) > _MAX_ACTION_CHARS:
             return self._invalid()
-        a = " ".join(action.lower().split())
+        a = normalize_action(action)  # ASCII only, case and whitespace runs ignored (rspo.envs.text)
+        if a is None:
+            return self._invalid()
         r = self.layout.goto_map.get(a)
         if r is not None:
             if r == self.loc:

@@ -181,4 +181,6 @@ class ShopEnv(TextEnv):
 
     def expert_action(self) -> str:
         """The expert planner's next action (see :mod:`rspo.envs.shop.expert`)."""
+        if self.task_id is None:
+            raise RuntimeError("call reset() before expert_action()")
         return expert.expert_action(self)

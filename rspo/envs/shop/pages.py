@@ -23,26 +23,28 @@ done           ``Thank you for shopping with us! [SEP] Purchased [SEP] <ASIN> [S
 A chosen option value is shown as ``<value> (selected)``; its clickable name stays ``<value>``.
 
 Actions (:func:`parse_action`): ``search[<query>]`` on the search page, ``click[<element>]`` where the
-element is one of the page's clickables. Normalisation: surrounding whitespace of the action is
-stripped; the verb is case-insensitive and directly followed by ``[``; the argument is lowercased, its
-whitespace runs collapsed to one space and stripped. A click argument must then equal a clickable
-(``back to search``, ``next >``, ``< prev``, a product ASIN, an option value, ``description``,
-``features``, ``reviews``, ``buy now``). A query must be 1..200 characters with at least one letter or
-digit. Control characters, or an action longer than 1,000 characters, make the action invalid.
+element is one of the page's clickables. Normalisation: the kit's one rule for action text
+(:func:`rspo.envs.text.normalize_action`, as in the household): an action with a character outside
+printable ASCII (besides tab, newline, carriage return) is invalid - look-alike letters, Unicode spaces,
+control characters; otherwise case is ignored, whitespace runs become one space and the ends are
+stripped. The verb is then directly followed by ``[``; the argument's surrounding spaces are stripped.
+A click argument must equal a clickable (``back to search``, ``next >``, ``< prev``, a product ASIN,
+an option value, ``description``, ``features``, ``reviews``, ``buy now``). A query must be 1..200
+characters with at least one letter or digit. An action longer than 1,000 characters is invalid.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from rspo.envs.shop.catalogue import Product
+from rspo.envs.text import normalize_action
 
 SEP = " [SEP] "
 PAGE_SIZE = 10
 MAX_ACTION_CHARS = 1000
 MAX_QUERY_CHARS = 200
-_ACTION_RE = re.compile(r"(search|click)\[(.*)\]", re.IGNORECASE | re.DOTALL)
+_ACTION_RE = re.compile(r"(search|click)\[(.*)\]")
 
 # clickables: (label as matched, lowercase) -> (kind, argument)
 Clicks = dict[str, tuple[str, object]]
@@ -52,11 +54,12 @@ def parse_action(action: str) -> tuple[str, str] | None:
     """``"click[ Buy  Now ]"`` -> ``("click", "buy now")``; ``None`` when the action is malformed."""
     if not isinstance(action, str) or len(action) > MAX_ACTION_CHARS:
         return None
-    m = _ACTION_RE.fullmatch(action.strip())
+    text = normalize_action(action)  # ASCII only, lowercased, whitespace runs collapsed (rspo.envs.text)
+    m = None if text is None else _ACTION_RE.fullmatch(text)
     if m is None:
         return None
-    verb, arg = m.group(1).lower(), " ".join(m.group(2).lower().split())
-    if not arg or any(unicodedata.category(ch) == "Cc" for ch in arg):
+    verb, arg = m.group(1), " ".join(m.group(2).split())
+    if not arg:
         return None
     if verb == "search" and (len(arg) > MAX_QUERY_CHARS or not any(ch.isalnum() for ch in arg)):
         return None
