@@ -17,6 +17,7 @@ anything, for ``rspo train`` to call before it loads a model.
 
 from __future__ import annotations
 
+import json
 import pickle
 import re
 import shutil
@@ -208,7 +209,14 @@ def check_resume(cfg: TrainConfig, run_dir: Path) -> None:
     not be told). Nothing saved at all: nothing to compare, the run starts from the beginning."""
     saved = run_dir / "config.json"
     if saved.exists():
-        check_same_run(TrainConfig.load(saved), cfg, run_dir)
+        try:
+            old = TrainConfig.load(saved)
+        except json.JSONDecodeError as e:
+            raise ValueError(
+                f"cannot resume {run_dir}: {saved} is damaged ({e.msg} at line {e.lineno}); put the run's "
+                "config.json back, or delete it to compare with the config its checkpoint records"
+            ) from None
+        check_same_run(old, cfg, run_dir)
         return
     path = _state_path(run_dir)
     if not path.exists():

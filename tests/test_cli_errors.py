@@ -225,6 +225,12 @@ def test_resume_after_config_json_was_deleted_compares_with_the_checkpoint(tmp_p
         with pytest.raises(ValueError, match=shown):
             check_run_dir(cfg, must_exist=True)  # and rspo train's check, before any model
     assert not (tmp_path / "r" / "config.json").exists()  # nothing rewritten by the refused resumes
+    (tmp_path / "r" / "config.json").write_text('{"seed": 0, "lr')  # a damaged one: named, and what to do
+    with pytest.raises(
+        ValueError, match=r"config.json is damaged \(Unterminated string.*delete it to compare"
+    ):
+        check_run_dir(small(tmp_path, resume=True, iterations=2))
+    (tmp_path / "r" / "config.json").unlink()
     resumed = train(small(tmp_path, resume=True, iterations=2))  # the same config continues
     assert resumed.iteration == 2 and json.loads((tmp_path / "r" / "config.json").read_text())["seed"] == 0
     assert first.iteration == 1
