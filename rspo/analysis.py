@@ -89,6 +89,7 @@ TRAIN_PROFILES: dict[str, dict[str, dict]] = {
         "common": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
         "household": dict(max_steps=6, eval_tasks=4),
         "shop": dict(max_steps=4, eval_tasks=4),
+        "detour": dict(eval_tasks=8),
     },
 }
 

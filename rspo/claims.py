@@ -51,11 +51,11 @@ def final(run, key: str, last: int = 3) -> float:
 
 def first_reach(runs, key: str, target: float, grid: list[float]) -> float:
     """First step on ``grid`` where the mean over ``runs`` of ``key`` reaches ``target`` (inf: never)."""
-    curves = [curve(r, key) for r in runs]
-    for x in grid:
-        if statistics.fmean(interp(xs, ys, x) for xs, ys in curves) >= target:
-            return x
-    return float("inf")
+    import numpy as np
+
+    mean = np.mean([np.interp(grid, *curve(r, key)) for r in runs], axis=0)
+    reached = np.nonzero(mean >= target)[0]
+    return float(grid[reached[0]]) if len(reached) else float("inf")
 
 
 def bootstrap(stat, groups: list[list], boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
@@ -116,8 +116,8 @@ def p1_ratio(outcome, dense) -> float:
     return first_reach(dense, "rollout/success", target, grid) / t_outcome
 
 
-def _mean_diff(pick_a, pick_b):
-    return lambda a, b: statistics.fmean(map(pick_a, a)) - statistics.fmean(map(pick_b, b))
+def _mean_diff(a: list[float], b: list[float]) -> float:
+    return statistics.fmean(a) - statistics.fmean(b)
 
 
 def decide(outcome: list, dense: list, rspo: list, boot: int = 2000, with_a: bool = True) -> dict:
@@ -138,17 +138,15 @@ def decide(outcome: list, dense: list, rspo: list, boot: int = 2000, with_a: boo
     out["rspo_steps"] = steps
     out["baseline_steps"] = min(r.rows[-1]["rollout/env_steps"] for r in dense + outcome)
     out["short"] = out["baseline_steps"] < 0.9 * steps
+    rspo_final = [eval_at(r, iteration=last_it) for r in rspo]
     for view, base_pick in (
         ("steps", lambda r: eval_at(r, steps=steps)),
         ("iterations", lambda r: eval_at(r, iteration=last_it)),
     ):
-
-        def rspo_pick(r):
-            return eval_at(r, iteration=last_it)
-
-        b = bootstrap(_mean_diff(base_pick, base_pick), [dense, outcome], boot)
-        c1 = bootstrap(_mean_diff(rspo_pick, base_pick), [rspo, outcome], boot)
-        c2 = bootstrap(_mean_diff(rspo_pick, base_pick), [rspo, dense], boot)
+        d_vals, o_vals = [base_pick(r) for r in dense], [base_pick(r) for r in outcome]
+        b = bootstrap(_mean_diff, [d_vals, o_vals], boot)
+        c1 = bootstrap(_mean_diff, [rspo_final, o_vals], boot)
+        c2 = bootstrap(_mean_diff, [rspo_final, d_vals], boot)
         out[view] = {
             "b": b,
             "b_verdict": "yes" if b[2] < 0 else ("no" if b[1] > 0 else "within noise"),

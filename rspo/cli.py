@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from rspo import envs
+from rspo import reproduce as reproduce_profiles
 from rspo.atomic import RunLockedError
 
 HELP_TEXT = """Type the number of an admissible action, or any command as free text.
@@ -260,7 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run notebooks/NN_*.ipynb with a profile's parameters into runs/reproduce-<profile>/ "
         "and write report.md and report.html there.",
     )
-    p.add_argument("--profile", default="quick", choices=["quick", "cpu", "gpu"])
+    p.add_argument(
+        "--profile",
+        default="quick",
+        choices=list(reproduce_profiles.PROFILES),
+        help="; ".join(f"{k}: {v}" for k, v in reproduce_profiles.PROFILE_NOTES.items()),
+    )
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-<profile>)")
     p.add_argument("--notebooks", nargs="*", default=None, help="only these (stems or NN prefixes)")
     p.add_argument(

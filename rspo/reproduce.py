@@ -37,6 +37,7 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 
 # per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
 # parameters its parameters cell declares. "profile" names the training scale (rspo.analysis.TRAIN_PROFILES).
+ALGOS = ["grpo", "ppo", "gigpo"]
 CPU_ABLATIONS = [
     {"swap_variant": "mixed"},
     {"swap_variant": "schedule"},
@@ -45,15 +46,30 @@ CPU_ABLATIONS = [
     {"swap_c": 2.0},
 ]
 PROFILES: dict[str, dict[str, dict]] = {
-    "quick": {"*": {"profile": "quick", "envs": ["shop"], "seeds": [0]}},
+    # the lab (detour) at m = 0.1 on GRPO, two seeds: outcome slow, dense biased, where RSPO ends
+    "quick": {
+        "*": {"profile": "quick", "envs": ["detour"], "algos": ["grpo"], "seeds": [0, 1], "ablations": []},
+        "00_quickstart": {"env_name": "detour"},
+        "06_gpu_colab": {"env_name": "detour"},
+    },
+    # the quick profile's notebooks at the smoke training scale (2 iterations): the pipeline in about
+    # 3 minutes, for the test suite
+    "smoke": {
+        "*": {"profile": "smoke", "envs": ["detour"], "algos": ["grpo"], "seeds": [0, 1], "ablations": []},
+        "00_quickstart": {"env_name": "detour"},
+        "06_gpu_colab": {"env_name": "detour"},
+    },
     "cpu": {
-        "*": {"profile": "cpu", "envs": ["household", "shop"], "seeds": [0, 1, 2]},
+        "*": {"profile": "cpu", "envs": ["household", "shop"], "algos": ALGOS, "seeds": [0, 1, 2]},
+        "00_quickstart": {"env_name": "shop"},
         "01_environments_and_rewards": {"episodes_per_env": 200},
         "05_analysis": {"ablations": CPU_ABLATIONS},
     },
     "gpu": {
-        "*": {"profile": "gpu", "envs": ["household", "shop"], "seeds": [0, 1, 2]},
+        "*": {"profile": "gpu", "envs": ["household", "shop"], "algos": ALGOS, "seeds": [0, 1, 2]},
+        "00_quickstart": {"env_name": "shop"},
         "01_environments_and_rewards": {"episodes_per_env": 200},
+        "05_analysis": {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]},
     },
 }
 # training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
@@ -64,7 +80,10 @@ SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 # the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
 TABLE_NOTEBOOK = "05_analysis"
 PROFILE_NOTES = {
-    "quick": "the whole story at small scale on a CPU, one seed (CI runs it; about 15 minutes at most)",
+    "quick": "the credit-assignment lab (detour, m = 0.1) on GRPO, two seeds: outcome slow, dense biased, "
+    "where RSPO ends (about 15 minutes at most on 2 cores)",
+    "smoke": "the quick profile's notebooks at 2 training iterations: a check of the pipeline, no result "
+    "(the test suite runs it)",
     "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
     "gpu": "one 24-80 GB GPU with a 0.5-1.5B instruct model",
 }

@@ -167,3 +167,28 @@ def test_play_never_exits_on_a_typo_or_odd_input(name):
     assert out.endswith("Stopped.")
     assert out.count("is not a valid action here") == len(odd)
     assert "'\u00b2' is not a valid action here: nothing happens (the step counts)" in out
+
+
+def test_generated_look_alikes_are_not_matched_to_an_admissible_action():
+    """The generate-mode parser: ASCII case is ignored, a look-alike or a Unicode separator is not."""
+    from rspo.policies import parse_action
+
+    assert parse_action("LOOK", ["look"]) == ("look", True)
+    assert parse_action("<action>Go To  Fridge 1.</action>", ["go to fridge 1"]) == ("go to fridge 1", True)
+    for bad in ("loo\u212a", "cl\u0131ck[buy now]", "look\u00a0", "open\x1cchest"):
+        action, valid = parse_action(bad, ["look", "click[buy now]", "open chest"])
+        assert not valid, bad
+
+
+def test_detour_applies_the_same_rule():
+    import rspo.envs
+
+    env = rspo.envs.make("detour", split="train")
+    env.reset(seed=0)
+    good = env.expert_action()
+    for bad in (good.replace(" ", "\x1c"), good.replace(" ", "\u00a0"), good.replace("e", "\u0435", 1)):
+        assert bad != good
+        _, _, _, _, info = env.step(bad)
+        assert info["valid"] is False, bad
+    _, _, _, _, info = env.step(good.upper())
+    assert info["valid"] is True

@@ -41,11 +41,19 @@ def test_papermill_reads_every_parameter_and_reproduce_sets_the_output_folders(p
 
 
 def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
-    """The quick profile's main job on the notebooks that exist (each run headless with papermill)."""
+    """The quick profile's notebooks and parameters at the smoke training scale (the ``smoke`` profile:
+    2 iterations; ``make reproduce`` runs the quick profile itself), each run headless with papermill,
+    the table's runs trained first in the terminal, two at a time."""
     pytest.importorskip("papermill")
-    from rspo.reproduce import reproduce
+    from rspo.reproduce import PROFILES, reproduce
 
-    report = reproduce("quick", tmp_path, write=lambda *_: None)
+    assert {k: v for k, v in PROFILES["smoke"]["*"].items() if k != "profile"} == {
+        k: v for k, v in PROFILES["quick"]["*"].items() if k != "profile"
+    }
+    said = []
+    report = reproduce("smoke", tmp_path, write=said.append)
+    assert any(line.startswith("training 6 runs, 2 at a time") for line in said)
+    assert sum(line.startswith("[") and "eval success" in line for line in said) == 6
     text = report.read_text()
     assert "## Results" in text and "## What is reconstructed" in text and (tmp_path / "report.html").exists()
     figures = sorted(p.name for p in (tmp_path / "figures").iterdir())

@@ -37,6 +37,7 @@ import random
 from typing import Any
 
 from rspo.envs.base import TextEnv
+from rspo.envs.text import normalize_action
 
 #: mechanism -> the action that operates it
 MECHANISMS: dict[str, str] = {
@@ -186,8 +187,7 @@ class DetourEnv(TextEnv):
         return self._views[key]
 
     def _step(self, action: str) -> tuple[str, float, bool, bool, float]:
-        # ASCII only, case and runs of whitespace ignored: no look-alike letter (a Kelvin sign) is an action
-        action = " ".join(action.lower().split()) if action.isascii() else ""
+        action = normalize_action(action) or ""  # rspo.envs.text: the rule household and shop use
         desc, actions = self._view()
         if action not in actions:
             return "Nothing happens.", 0.0, False, False, 0.0

@@ -16,8 +16,9 @@ An action is compared with the environment's commands as :func:`normalize_action
 ``"  Go to\\tCabinet 1 "`` -> ``"go to cabinet 1"``; ``"loo\\u212a"``, ``"go\\x1cto cabinet 1"`` -> None.
 
 Admissible actions are already in this form, so the normalisation changes no valid action's text and
-no observation (and so no warm start's key). ``detour`` applies the same ASCII-only rule in its own
-line (:mod:`rspo.envs.detour`).
+no observation (and so no warm start's key). ``detour`` applies it too, and the generate-mode parser
+(:mod:`rspo.policies.parser`) lowercases only ASCII letters and splits only on ASCII whitespace, so
+that no look-alike folds into an admissible action there either.
 """
 
 from __future__ import annotations

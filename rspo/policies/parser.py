@@ -58,21 +58,27 @@ def _extract(text: str) -> str:
     return _first_line(text)
 
 
+_WS = " \t\n\r\f\v"  # ASCII whitespace: a Unicode space is part of the action (and makes it invalid)
+_ASCII_WORDS = re.compile(f"[^{_WS}]+")
+
+
 def _clean(text: str) -> str:
     """Step 2: tags, prefix, quotes and trailing periods removed, whitespace collapsed."""
-    text = " ".join(_ANY_TAG.sub(" ", text).split())
+    text = " ".join(_ASCII_WORDS.findall(_ANY_TAG.sub(" ", text)))  # ASCII whitespace only: not NBSP, \x1c
     previous = None
     while text != previous:
         previous = text
         text = _PREFIX.sub("", text)
-        text = text.strip().strip(_QUOTES).strip()
-        text = text.rstrip(".").strip()
+        text = text.strip(_WS).strip(_QUOTES).strip(_WS)
+        text = text.rstrip(".").strip(_WS)
     return text
 
 
 def normalize_action(text: str) -> str:
-    """The form actions are compared in: cleaned and case-folded."""
-    return _clean(text).casefold()
+    """The form actions are compared in: cleaned, ASCII letters lowercased. Other characters are kept
+    as they are, so a look-alike (the Kelvin sign, a dotless i) never folds into an admissible action,
+    as in the environments (:mod:`rspo.envs.text`)."""
+    return "".join(ch.lower() if ch.isascii() else ch for ch in _clean(text))
 
 
 def parse_action(text: str, candidates: list[str] | None = None) -> tuple[str, bool]:
@@ -95,7 +101,7 @@ def parse_action(text: str, candidates: list[str] | None = None) -> tuple[str, b
     if not any(ch.isalnum() for ch in action):
         return "", False
     if candidates:
-        key = action.casefold()
+        key = normalize_action(action)
         for cand in candidates:
             if isinstance(cand, str) and normalize_action(cand) == key:
                 return cand, True
