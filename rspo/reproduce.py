@@ -220,6 +220,9 @@ def run_notebooks(
                 cwd=str(ROOT),
                 kernel_name="python3",
                 progress_bar=True,  # one bar of executed cells in the terminal
+                # the kernel's errors only: not its "running over TCP without encryption" warning,
+                # printed once per notebook (the kernel listens on localhost only)
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
         except papermill.PapermillExecutionError as err:
             raise _failure(path, output, err) from None

@@ -34,3 +34,32 @@ def first_copy_succeeds(monkeypatch):
 
     for name in ("outcome", "dense"):
         monkeypatch.setitem(rspo.rewards.REWARD_MODES, name, with_successes(rspo.rewards.REWARD_MODES[name]))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def announced_warm_starts(request):
+    """A test that needs a warm-started default policy the cache lacks builds it (minutes): say so in
+    the terminal, with the warm start's progress bar, instead of a silent test (pytest captures the
+    output of tests, so this writes with capturing suspended)."""
+    import time
+
+    import rspo.sft as sft
+
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    build = sft.build_default
+
+    def announced(env, *args, **kwargs):
+        with capture.global_and_fixture_disabled():
+            print(
+                f"\n[rspo tests] building the warm-started default {env} policy once, for the tests that "
+                f"need it (2-4 minutes on an idle 2-core machine; cached in {sft.default_policy_path(env).parent})",
+                flush=True,
+            )
+            t0 = time.perf_counter()
+            path = build(env, *args, **kwargs)
+            print(f"[rspo tests] warm start of {env} built in {time.perf_counter() - t0:.0f} s", flush=True)
+        return path
+
+    sft.build_default = announced
+    yield
+    sft.build_default = build
