@@ -48,25 +48,51 @@ CPU_ABLATIONS = [
 PROFILES: dict[str, dict[str, dict]] = {
     # the lab (detour) at m = 0.1 on GRPO, two seeds: outcome slow, dense biased, where RSPO ends
     "quick": {
-        "*": {"profile": "quick", "envs": ["detour"], "algos": ["grpo"], "seeds": [0, 1], "ablations": []},
+        "*": {
+            "profile": "quick",
+            "interactive": False,
+            "envs": ["detour"],
+            "algos": ["grpo"],
+            "seeds": [0, 1],
+            "ablations": [],
+        },
         "00_quickstart": {"env_name": "detour"},
         "06_gpu_colab": {"env_name": "detour"},
     },
     # the quick profile's notebooks at the smoke training scale (2 iterations): the pipeline in about
     # 3 minutes, for the test suite
     "smoke": {
-        "*": {"profile": "smoke", "envs": ["detour"], "algos": ["grpo"], "seeds": [0, 1], "ablations": []},
+        "*": {
+            "profile": "smoke",
+            "interactive": False,
+            "envs": ["detour"],
+            "algos": ["grpo"],
+            "seeds": [0, 1],
+            "ablations": [],
+        },
         "00_quickstart": {"env_name": "detour"},
         "06_gpu_colab": {"env_name": "detour"},
     },
     "cpu": {
-        "*": {"profile": "cpu", "envs": ["household", "shop"], "algos": ALGOS, "seeds": [0, 1, 2]},
+        "*": {
+            "profile": "cpu",
+            "interactive": False,
+            "envs": ["household", "shop"],
+            "algos": ALGOS,
+            "seeds": [0, 1, 2],
+        },
         "00_quickstart": {"env_name": "shop"},
         "01_environments_and_rewards": {"episodes_per_env": 200},
         "05_analysis": {"ablations": CPU_ABLATIONS},
     },
     "gpu": {
-        "*": {"profile": "gpu", "envs": ["household", "shop"], "algos": ALGOS, "seeds": [0, 1, 2]},
+        "*": {
+            "profile": "gpu",
+            "interactive": False,
+            "envs": ["household", "shop"],
+            "algos": ALGOS,
+            "seeds": [0, 1, 2],
+        },
         "00_quickstart": {"env_name": "shop"},
         "01_environments_and_rewards": {"episodes_per_env": 200},
         "05_analysis": {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]},
