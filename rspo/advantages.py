@@ -1,4 +1,4 @@
-"""Advantage estimators as pure functions on flat per-turn tensors (DESIGN section 6).
+"""Advantage estimators as pure functions on flat per-turn tensors (docs/design.md §6).
 
 Every estimator takes one row per turn sample, rows ordered by trajectory then turn:
 

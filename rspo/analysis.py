@@ -1,4 +1,4 @@
-"""Load training runs, summarise each, aggregate across seeds: the results table (DESIGN 9).
+"""Load training runs, summarise each, aggregate across seeds: the results table (docs/design.md §9).
 
 A run is a folder ``runs/<name>/`` with ``config.json`` and ``metrics.jsonl`` (:mod:`rspo.trainer`).
 :func:`load_runs` reads every run under a folder; :func:`summarise` gives one row per run (initial

@@ -1,4 +1,4 @@
-"""``TrainConfig``: every knob of a training run, typed, defaulted, documented and validated (DESIGN 8).
+"""``TrainConfig``: every knob of a training run, typed, defaulted, documented and validated (docs/design.md §8).
 
 One dataclass for every algo x reward mode. Named string choices, not flags; ``__post_init__``
 rejects bad values with a message naming the valid choices; the config is saved as JSON beside
@@ -62,7 +62,7 @@ class TrainConfig:
     outcome_scale: float = 10.0  # reward of a success (WebShop: x its reward r)
     invalid_penalty: float = -0.1  # per invalid action
     process_weight: float = 1.0  # process reward weight in the dense mode
-    # the reward swap (reward="rspo"; DESIGN 7, a reconstruction)
+    # the reward swap (reward="rspo"; docs/design.md §7, a reconstruction)
     swap_variant: str = "offpolicy"  # offpolicy (buffer + IS term) | mixed (explorer joins groups) | schedule
     swap_lambda: float = 1.0  # lambda: weight of the off-policy term on relabelled explorer turns
     swap_c: float = 1.0  # c: truncation of the importance weight pi_A_old / pi_B

@@ -1,4 +1,4 @@
-"""Data parallelism for ``accelerate launch`` / ``torchrun``: one process per device (DESIGN 8).
+"""Data parallelism for ``accelerate launch`` / ``torchrun``: one process per device (docs/design.md §8).
 
 Each process holds the whole policy, rolls out its share of every iteration's tasks (task k goes to
 process ``k % world``, with all G copies, so group normalisation stays local), and computes its loss

@@ -1,4 +1,4 @@
-"""Policy-gradient losses as pure tensor functions (DESIGN section 8).
+"""Policy-gradient losses as pure tensor functions (docs/design.md §8).
 
 Shapes: ``N`` turns in a minibatch, ``L`` action tokens per turn (``L = 1`` in score mode, where
 a turn's log-prob is the log-softmax over candidates).

@@ -1,4 +1,4 @@
-"""Plotly figures shared by the notebooks and the report (DESIGN 9).
+"""Plotly figures shared by the notebooks and the report (docs/design.md §9).
 
 Every function returns a ``plotly.graph_objects.Figure``; :func:`save_figure` writes it as PNG where
 static export works (kaleido + Chromium) and as standalone HTML otherwise.

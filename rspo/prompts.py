@@ -1,4 +1,4 @@
-"""Per-step prompts for LM agents, built as verl-agent builds them (DESIGN section 4).
+"""Per-step prompts for LM agents, built as verl-agent builds them (docs/design.md §4).
 
 A prompt is rebuilt at every step from: the task, the step count, the last ``history`` observation /
 action pairs, the environment's memory line (e.g. places visited), the current observation and the

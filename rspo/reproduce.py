@@ -1,4 +1,4 @@
-"""``rspo reproduce --profile {quick,cpu,gpu}``: run the numbered notebooks, write the report (DESIGN 9).
+"""``rspo reproduce --profile {quick,cpu,gpu}``: run the numbered notebooks, write the report (docs/design.md §9).
 
 Each notebook of the checkout's ``notebooks/`` folder is executed with papermill, in order, with the
 profile's parameters injected (:data:`PROFILES`; every notebook also gets ``figures_dir`` and

@@ -1,4 +1,4 @@
-"""Batched multi-turn rollouts: B tasks x G copies in lockstep -> Episode / Turn records (DESIGN 4).
+"""Batched multi-turn rollouts: B tasks x G copies in lockstep -> Episode / Turn records (docs/design.md §4).
 
 Each turn the policy is called once on the prompts of every live environment; an environment that
 terminates or runs out of steps drops out. Prompts are rebuilt per step by :class:`AgentView`

@@ -1,4 +1,4 @@
-"""Supervised warm start on expert demonstrations (TRL's SFTTrainer) and the cached default policy (DESIGN 5).
+"""Supervised warm start on expert demonstrations (TRL's SFTTrainer) and the cached default policy (docs/design.md §5).
 
 RL in the paper starts from an instruct model that already solves some tasks. Offline, the kit's
 stand-in is the tiny model of :mod:`rspo.policies.tiny` fine-tuned on the environment expert's

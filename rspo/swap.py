@@ -1,4 +1,4 @@
-"""The reward swap (RSPO, DESIGN section 7): relabel, replay buffer, truncated importance weights.
+"""The reward swap (RSPO, docs/design.md §7): relabel, replay buffer, truncated importance weights.
 
 What the paper tells (arXiv 2607.04713, abstract and figure 1): dense process rewards let sampled
 trajectories leave the behaviour space that outcome-trained policies stay in, and a *reward swap*

@@ -1,11 +1,11 @@
-"""One training loop for every algo x reward mode, on CPU and GPU (DESIGN section 8).
+"""One training loop for every algo x reward mode, on CPU and GPU (docs/design.md §8).
 
 The loop, in a fixed order, once per iteration:
 
     seed -> rollout (B tasks x G copies) -> rewards -> advantages -> PPO-clip token loss + KL
     (+ value loss) -> update -> evaluate -> log -> checkpoint
 
-With ``reward="rspo"`` (the reward swap, DESIGN 7) an explorer policy also rolls out the same tasks,
+With ``reward="rspo"`` (the reward swap, docs/design.md §7) an explorer policy also rolls out the same tasks,
 trains on the dense reward, and its episodes - relabelled with the outcome reward - reach the learner
 through a replay buffer (``swap_variant="offpolicy"``) or by joining its groups (``"mixed"``);
 ``"schedule"`` is one policy on the dense reward first and the outcome reward after.

@@ -1,4 +1,4 @@
-"""The environment contract (DESIGN section 3), checked on every registered environment."""
+"""The environment contract (docs/design.md §3), checked on every registered environment."""
 
 from __future__ import annotations
 

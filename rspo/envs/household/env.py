@@ -1,4 +1,4 @@
-"""``HouseholdEnv``: the ALFWorld-style environment behind the kit's contract (DESIGN 3.1)."""
+"""``HouseholdEnv``: the ALFWorld-style environment behind the kit's contract (docs/design.md §3.1)."""
 
 from __future__ import annotations
 

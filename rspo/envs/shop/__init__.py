@@ -1,4 +1,4 @@
-"""``shop``: a WebShop-style text environment over a synthetic catalogue (DESIGN section 3.2).
+"""``shop``: a WebShop-style text environment over a synthetic catalogue (docs/design.md §3.2).
 
     >>> from rspo.envs.shop import ShopEnv
     >>> env = ShopEnv(split="test")
