@@ -40,11 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rspo.analysis import to_markdown  # noqa: E402
-from rspo.claims import (  # noqa: E402  # noqa: E402
+from rspo.claims import (  # noqa: E402
     bootstrap,
     by_reward,
     claims_table,
     curve,
+    cut,
     final,
     fmt,
     interp,
@@ -90,8 +91,8 @@ def main() -> None:
         if algo != "grpo" or not dense:
             continue
         # the premises at the protocol's 30 iterations (baselines continued to 60 for the claims are cut)
-        dense = [_first_rows(r, 30) for r in dense]
-        outcome_30 = [_first_rows(r, 30) for r in outcome]
+        dense = [cut(r, 30) for r in dense]
+        outcome_30 = [cut(r, 30) for r in outcome]
         print(f"\nm = {m:g}: dense learner {len(dense)} seeds")
         if m == 0.0 and statistics.fmean(final(r, "rollout/success") for r in outcome_30) == 0:
             print("  P1 empty: the outcome learner never succeeded")
@@ -132,13 +133,6 @@ def main() -> None:
                 f"  P3 distinct successes dense - outcome at {frac:g} x outcome's steps ({frac * t:,.0f}): "
                 f"{fmt(e, 1)} -> {verdict(e[1], e[2], e[0], above=0.0)}"
             )
-
-
-def _first_rows(run, iterations: int):
-    """The run as it was at ``iterations`` (a baseline continued past the protocol's 30 iterations)."""
-    from dataclasses import replace
-
-    return replace(run, rows=[r for r in run.rows if r.get("iteration", 0) <= iterations])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 ``docs/lab/protocol.md`` fixes the rules before any RSPO run; this module applies them, so that
 ``benchmarks/lab_premises.py``, the README's table and notebook 05 print the same verdicts:
 
-- **(a) outcome is slow** (premise P1): the environment steps at which the dense learner's mean
+- **(a) outcome is slow** (premise P1, over the baselines' first rows up to RSPO's last iteration:
+  the lab's 30): the environment steps at which the dense learner's mean
   rollout-success curve first reaches 0.9 x the outcome learner's final rollout success, over those
   at which the outcome learner's does. yes: the 95% interval's upper end <= 0.5; within noise: only
   the estimate <= 0.5; no: otherwise; n/a when the outcome learner never succeeds.
@@ -120,21 +121,29 @@ def _mean_diff(a: list[float], b: list[float]) -> float:
     return statistics.fmean(a) - statistics.fmean(b)
 
 
+def cut(run, iterations: int):
+    """``run`` as it was at ``iterations`` (a baseline continued past RSPO's length for equal steps)."""
+    from dataclasses import replace
+
+    return replace(run, rows=[r for r in run.rows if r.get("iteration", 0) <= iterations])
+
+
 def decide(outcome: list, dense: list, rspo: list, boot: int = 2000, with_a: bool = True) -> dict:
     """The claims for one environment, base algorithm and m from its finished runs: ``a`` (P1's
     ratio, or None without ``with_a``), ``b`` and ``c_outcome`` / ``c_dense`` per view (``steps``,
     ``iterations``) as (estimate, low, high) in success fractions, the verdicts, RSPO's mean final
     steps and the baselines' last steps (``short`` when they end before 0.9 x RSPO's)."""
     out: dict = {"seeds": (len(outcome), len(dense), len(rspo))}
-    if with_a:
-        if statistics.fmean(final(r, "rollout/success") for r in outcome) <= 0:
+    last_it = rspo[0].rows[-1]["iteration"]
+    if with_a:  # P1 over the baselines as they were at RSPO's length (the lab: the premises' 30 iterations)
+        short_o, short_d = [cut(r, last_it) for r in outcome], [cut(r, last_it) for r in dense]
+        if statistics.fmean(final(r, "rollout/success") for r in short_o) <= 0:
             out["a"], out["a_verdict"] = None, "n/a (outcome never succeeds)"
         else:
-            e = bootstrap(p1_ratio, [outcome, dense], boot)
+            e = bootstrap(p1_ratio, [short_o, short_d], boot)
             out["a"] = e
             out["a_verdict"] = "yes" if e[2] <= 0.5 else ("within noise" if e[0] <= 0.5 else "no")
     steps = total_steps(rspo)
-    last_it = rspo[0].rows[-1]["iteration"]
     out["rspo_steps"] = steps
     out["baseline_steps"] = min(r.rows[-1]["rollout/env_steps"] for r in dense + outcome)
     out["short"] = out["baseline_steps"] < 0.9 * steps
