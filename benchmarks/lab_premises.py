@@ -67,9 +67,17 @@ def main() -> None:
         help="also the protocol's claims table (rspo.claims), over --runs and these folders of finished "
         "runs (e.g. docs/results-cpu/runs for household and shop)",
     )
+    parser.add_argument(
+        "--curves", action="store_true", help="the mean greedy test success at each evaluation"
+    )
+    parser.add_argument("--cost", action="store_true", help="CPU seconds per run, from the runs' own rows")
     args = parser.parse_args()
     root = Path(args.runs)
     runs = [r for r in lab_runs(root) if r.config.env == "detour"]
+    if args.curves:
+        print(to_markdown(*curves_table(runs)) + "\n")
+    if args.cost:
+        print(to_markdown(*cost_table(runs)) + "\n")
     if args.claims is not None:
         from rspo.analysis import load_runs
 
@@ -133,6 +141,85 @@ def main() -> None:
                 f"  P3 distinct successes dense - outcome at {frac:g} x outcome's steps ({frac * t:,.0f}): "
                 f"{fmt(e, 1)} -> {verdict(e[1], e[2], e[0], above=0.0)}"
             )
+
+
+def curves_table(runs, algo: str = "grpo") -> tuple[list[str], list[list[str]]]:
+    """Per m and reward mode: the mean greedy test success (%) and environment steps (thousands) at
+    each evaluation, over seeds (outcome's m = 0 runs stand for every m)."""
+    groups = by_reward(runs)
+    its = sorted(
+        {
+            r["iteration"]
+            for g in groups.values()
+            for rs in g.values()
+            for run in rs
+            for r in run.rows
+            if "eval/success" in r and r["iteration"] > 0
+        }
+    )
+    lines = []
+    for (_, a, m), got in sorted(groups.items(), key=lambda kv: kv[0][2]):
+        if a != algo:
+            continue
+        for reward in ("outcome", "dense", "rspo"):
+            rs = got.get(reward) or (
+                groups.get(("detour", a, 0.0), {}).get(reward, []) if reward == "outcome" else []
+            )
+            if not rs:
+                continue
+            cells = []
+            for it in its:
+                pts = [
+                    (r["eval/success"], r["rollout/env_steps"])
+                    for run in rs
+                    for r in run.rows
+                    if r.get("iteration") == it and "eval/success" in r
+                ]
+                cells.append(
+                    f"{100 * statistics.fmean(v for v, _ in pts):.0f}% @ {statistics.fmean(x for _, x in pts) / 1000:.1f}k"
+                    if len(pts) == len(rs)
+                    else ""
+                )
+            lines.append([f"{m:g}", reward, str(len(rs)), *cells])
+    return ["m", "reward", "seeds", *[f"it {it}" for it in its]], lines
+
+
+def cost_table(runs) -> tuple[list[str], list[list[str]]]:
+    """CPU seconds per run (the initial evaluation and every iteration's ``time/cpu_*``) up to RSPO's
+    30 iterations and, for continued baselines, to their end: mean and max over seeds."""
+    groups = by_reward(runs)
+    lines = []
+    for (_, algo, m), got in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+        for reward, rs in sorted(got.items()):
+            at30 = [_cpu(cut(r, 30)) for r in rs]
+            full = [_cpu(r) for r in rs]
+            lines.append(
+                [
+                    algo,
+                    f"{m:g}",
+                    reward,
+                    str(len(rs)),
+                    f"{statistics.fmean(at30):.0f}",
+                    f"{max(at30):.0f}",
+                    str(max(r.rows[-1]["iteration"] for r in rs)),
+                    f"{statistics.fmean(full):.0f}",
+                ]
+            )
+    return [
+        "algo",
+        "m",
+        "reward",
+        "seeds",
+        "CPU s to it 30 (mean)",
+        "max",
+        "last it",
+        "CPU s to the end (mean)",
+    ], lines
+
+
+def _cpu(run) -> float:
+    first = run.rows[0].get("time/cpu_eval", 0.0)
+    return first + sum(r.get("time/cpu_iteration", 0.0) for r in run.rows[1:])
 
 
 if __name__ == "__main__":
