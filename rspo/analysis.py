@@ -26,8 +26,6 @@ from rspo.metrics import MetricsLog
 
 KEYS = ("env", "algo", "reward")
 
-# training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
-# per profile, settings for every environment ("common") and per environment, on top of TrainConfig's
 # the credit-assignment lab's settings (issue 17, docs/lab/protocol.md): detour only; 8 tasks x 4
 # copies (a group of 8 let the outcome learner find its first successes at once: docs/lab/README.md),
 # lr 1e-3 (the tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
@@ -43,8 +41,10 @@ LAB = dict(
     eval_every=6,
     eval_tasks=64,
 )
+# training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
+# per profile, settings for every environment ("common") and per environment, on top of TrainConfig's
 TRAIN_PROFILES: dict[str, dict[str, dict]] = {
-    # the whole story at small scale (CI runs it): the lab at the protocol's settings and its
+    # the whole story at small scale (make reproduce): the lab at the protocol's settings and its
     # misaligned m = 0.1 (docs/lab/protocol.md), where dense first finds successes faster and then
     # drifts to farming; household and shop at toy scale for the notebooks' env parameter
     "quick": {

@@ -59,20 +59,6 @@ PROFILES: dict[str, dict[str, dict]] = {
         "00_quickstart": {"env_name": "detour"},
         "06_gpu_colab": {"env_name": "detour"},
     },
-    # the quick profile's notebooks at the smoke training scale (2 iterations): the pipeline in about
-    # 3 minutes, for the test suite
-    "smoke": {
-        "*": {
-            "profile": "smoke",
-            "interactive": False,
-            "envs": ["detour"],
-            "algos": ["grpo"],
-            "seeds": [0, 1],
-            "ablations": [],
-        },
-        "00_quickstart": {"env_name": "detour"},
-        "06_gpu_colab": {"env_name": "detour"},
-    },
     "cpu": {
         "*": {
             "profile": "cpu",
@@ -101,6 +87,10 @@ PROFILES: dict[str, dict[str, dict]] = {
 # training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
 # uses one thread in these profiles; the gpu profile trains one run at a time)
 TRAIN_WORKERS = {"quick": 2, "cpu": 2}
+# the quick profile's notebooks at the smoke training scale (2 iterations): the pipeline in about
+# 3 minutes, for the test suite
+PROFILES["smoke"] = {nb: dict(values) for nb, values in PROFILES["quick"].items()}
+PROFILES["smoke"]["*"]["profile"] = "smoke"
 # where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
 SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 # the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
