@@ -518,3 +518,161 @@ def test_non_finite_inputs_are_a_clear_error_naming_the_input(bad):
         A.gae(traj, t([0.0, 0.0, 0.0]), t([0.0, 0.0, bad]))
     with pytest.raises(ValueError, match="step_rewards is not finite"):
         A.discounted_returns(traj, t([bad, 0.0, 0.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Cases that kill the mutants mutmut left alive (benchmarks/mutation.py, docs/mutation.md).
+# ----------------------------------------------------------------------------------------------
+def test_default_discounts():
+    """Default gammas: 1 for the discounted return and turn_level, 0.95 for GiGPO's step returns
+    (centred, not divided by the std: a two-row group's z-scores are +-0.71 whatever gamma is)."""
+    traj, r = ids([0, 0, 0, 1]), t([1.0, 0.0, 2.0, 3.0])
+    close(A.discounted_returns(traj, r), [3.0, 2.0, 2.0, 3.0])
+    task, anchor = ids([0, 0, 0, 0]), ids([0, 1, 2, 0])
+    # anchor 0: the first turn of trajectory 0 (return 1 + 0.95^2 * 2 = 2.805) and trajectory 1 (3)
+    close(A.step_advantage(task, traj, r, anchor, normalize="none"), [-0.0975, 0.0, 0.0, 0.0975])
+    ret = t([3.0, 3.0, 3.0, 3.0])  # equal episode returns: gigpo is its step advantage
+    close(A.gigpo(task, traj, r, ret, anchor, normalize="none"), [-0.0975, 0.0, 0.0, 0.0975])
+    group = ids([0, 0, 0, 0])  # turn_level over the task: reward-to-go 3, 2, 2, 3 centred on 2.5
+    close(A.turn_level(group, traj, r, group_by="task", normalize="none"), [0.5, -0.5, -0.5, 0.5])
+
+
+def test_gigpo_passes_eps_to_both_levels():
+    task, traj, rew, ret, anchor, _ = random_batch(11)
+    task, traj, anchor, rew, ret = ids(task), ids(traj), ids(anchor), t(rew), t(ret)
+    for eps in (0.5, 3.0):
+        want = A.grpo(task, traj, ret, eps=eps) + A.step_advantage(task, traj, rew, anchor, eps=eps)
+        assert torch.allclose(A.gigpo(task, traj, rew, ret, anchor, eps=eps), want, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(
+        A.gigpo(task, traj, rew, ret, anchor, eps=3.0), A.gigpo(task, traj, rew, ret, anchor)
+    )
+
+
+def _each_estimator(rew, ret, val):
+    """Every estimator's advantages on one small batch (two tasks, five trajectories, anchors shared)."""
+    task, traj, anchor = ids([0, 0, 0, 0, 1, 1, 1]), ids([0, 0, 1, 1, 2, 3, 4]), ids([0, 1, 0, 2, 0, 0, 0])
+    return {
+        "grpo": A.grpo(task, traj, ret),
+        "grpo_turn": A.grpo(task, traj, ret, episode_stats="turn"),
+        "rloo": A.rloo(task, traj, ret),
+        "turn_level": A.turn_level(task, traj, rew),
+        "mt_grpo": A.turn_level(task, traj, rew, form="mt_grpo", group_by="task"),
+        "step": A.step_advantage(task, traj, rew, anchor),
+        "gigpo": A.gigpo(task, traj, rew, ret, anchor),
+        "gae": A.gae(traj, rew, val)[0],
+        "gae_returns": A.gae(traj, rew, val)[1],
+        "returns": A.discounted_returns(traj, rew),
+    }
+
+
+def test_every_estimator_returns_its_inputs_dtype_and_a_float_for_integer_inputs():
+    rew, ret, val = [0, 1, 0, 3, 2, 0, 5], [1, 1, 3, 3, 2, 0, 5], [1, 0, 2, 1, 0, 1, 3]
+    as64 = _each_estimator(t(rew), t(ret), t(val))
+    as32 = _each_estimator(t(rew, torch.float32), t(ret, torch.float32), t(val, torch.float32))
+    as_int = _each_estimator(ids(rew), ids(ret), ids(val))
+    for name, x in as64.items():
+        assert x.dtype == torch.float64 and as32[name].dtype == torch.float32, name
+        assert as_int[name].dtype == torch.get_default_dtype(), name  # integers in: floats out
+        assert torch.equal(as32[name], x.float()) and torch.equal(as_int[name], x.float()), name
+        assert x.abs().sum() > 0.5, name  # non-integer advantages would not survive an integer cast
+    empty = ids([])
+    assert A.discounted_returns(empty, empty).dtype == torch.get_default_dtype()
+    assert [x.dtype for x in A.gae(empty, empty, empty)] == [torch.get_default_dtype()] * 2
+
+
+def test_float32_rewards_are_accumulated_in_float64():
+    """1e8 + 1 - 1e8 is 0 in float32 (1e8 + 1 rounds to 1e8) and 1 in float64."""
+    traj, r = ids([0, 0, 0]), t([1e8, 1.0, -1e8], torch.float32)
+    assert A.discounted_returns(traj, r).tolist() == [
+        1.0,
+        float(torch.tensor(1 - 1e8, dtype=torch.float32)),
+        -1e8,
+    ]
+    # two trajectories meet in one anchor state: float64 step returns 1 - 1e8 and -1e8 differ, float32 not
+    task, traj2, anchor = ids([0, 0, 0, 0]), ids([0, 0, 1, 1]), ids([0, 1, 0, 1])
+    r2 = t([1.0, -1e8, 0.0, -1e8], torch.float32)
+    adv = A.step_advantage(task, traj2, r2, anchor, gamma=1.0, normalize="none")
+    assert adv.tolist() == [0.5, 0.0, -0.5, 0.0]
+    mt = A.turn_level(task, traj2, t([1.0, 0.0, 0.0, 0.0], torch.float32), form="mt_grpo")
+    assert mt.dtype == torch.float32 and mt.abs().sum() > 0
+
+
+def test_broadcast_to_tokens_with_one_turn_index_and_out_of_range_negatives():
+    adv = t([1.5, -2.0])
+    close(A.broadcast_to_tokens(adv, token_turn_index=ids([[0, 0, 0]])).flatten(), [1.5, 1.5, 1.5])
+    close(A.broadcast_to_tokens(adv, token_turn_index=ids([[1], [1]])).flatten(), [-2.0, -2.0])
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        A.broadcast_to_tokens(adv, token_turn_index=ids([[-2, 0]]))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: A.grpo(ids([0, 0, 0]), ids([0, 0, 0]), t([1, 1])),
+            "episode_returns must have shape (3,), got (2,)",
+        ),
+        (lambda: A.grpo(ids([[0, 0]]), ids([0]), t([1])), "task_ids must have shape (N,), got (1, 2)"),
+        (lambda: A.grpo(ids([0, 0]), ids([[0, 0]]), t([1, 1])), "traj_ids must have shape (2,), got (1, 2)"),
+        (lambda: A.rloo(ids([0]), ids([0]), t([[1.0]])), "episode_returns must have shape (1,), got (1, 1)"),
+        (lambda: A.discounted_returns(ids([[0]]), t([1.0])), "traj_ids must have shape (N,), got (1, 1)"),
+        (
+            lambda: A.discounted_returns(ids([0]), t([1.0, 2.0])),
+            "step_rewards must have shape (1,), got (2,)",
+        ),
+        (lambda: A.turn_level(ids([[0]]), ids([0]), t([1.0])), "task_ids must have shape (N,), got (1, 1)"),
+        (lambda: A.turn_level(ids([0]), ids([0, 0]), t([1.0])), "traj_ids must have shape (1,), got (2,)"),
+        (
+            lambda: A.turn_level(ids([0]), ids([0]), t([1.0, 2.0])),
+            "step_rewards must have shape (1,), got (2,)",
+        ),
+        (lambda: A.turn_level(ids([0]), ids([0]), t([1.0]), form="x"), "unknown form 'x'"),
+        (lambda: A.turn_level(ids([0]), ids([0]), t([1.0]), group_by="x"), "unknown group_by 'x'"),
+        (lambda: A.grpo(ids([0]), ids([0]), t([1.0]), episode_stats="x"), "unknown episode_stats 'x'"),
+        (lambda: A.grpo(ids([0]), ids([0]), t([1.0]), normalize="x"), "unknown normalize 'x'"),
+        (
+            lambda: A.step_advantage(ids([[0]]), ids([0]), t([1.0]), ids([0])),
+            "task_ids must have shape (N,), got (1, 1)",
+        ),
+        (
+            lambda: A.step_advantage(ids([0]), ids([0]), t([1.0, 2.0]), ids([0])),
+            "step_rewards must have shape (1,), got (2,)",
+        ),
+        (
+            lambda: A.step_advantage(ids([0]), ids([0]), t([1.0]), ids([0, 0])),
+            "anchor_ids must have shape (1,), got (2,)",
+        ),
+        (
+            lambda: A.step_advantage(ids([0]), ids([0, 0]), t([1.0]), ids([0])),
+            "traj_ids must have shape (1,), got (2,)",
+        ),
+        (lambda: A.turn_index(ids([[0]])), "traj_ids must have shape (N,), got (1, 1)"),
+        (lambda: A.gae(ids([[0]]), t([1.0]), t([1.0])), "traj_ids must have shape (N,), got (1, 1)"),
+        (lambda: A.gae(ids([0]), t([1.0, 2.0]), t([1.0])), "step_rewards must have shape (1,), got (2,)"),
+        (lambda: A.gae(ids([0]), t([1.0]), t([1.0, 2.0])), "values must have shape (1,), got (2,)"),
+        (
+            lambda: A.gae(ids([0]), t([1.0]), t([1.0]), dones=ids([1, 1])),
+            "dones must have shape (1,), got (2,)",
+        ),
+        (
+            lambda: A.gae(ids([0]), t([1.0]), t([1.0]), bootstrap_values=t([1.0, 1.0])),
+            "bootstrap_values must have shape (1,), got (2,)",
+        ),
+        (
+            lambda: A.broadcast_to_tokens(t([[1.0]]), response_mask=ids([[1]])),
+            "turn_adv must have shape (N,), got (1, 1)",
+        ),
+        (
+            lambda: A.broadcast_to_tokens(t([1.0])),
+            "give exactly one of response_mask (N, T) or token_turn_index (B, T)",
+        ),
+        (
+            lambda: A.grpo(ids([0]), ids([0]), t([math.nan])),
+            "rows nan/inf); rewards, returns and values must be finite numbers",
+        ),
+    ],
+)
+def test_input_errors_name_the_input_and_its_expected_shape(call, message):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert message in str(err.value)
