@@ -663,8 +663,12 @@ def test_broadcast_to_tokens_with_one_turn_index_and_out_of_range_negatives():
             "turn_adv must have shape (N,), got (1, 1)",
         ),
         (
-            lambda: A.broadcast_to_tokens(t([1.0])),
-            "give exactly one of response_mask (N, T) or token_turn_index (B, T)",
+            lambda: A.turn_level(ids([0]), ids([0]), t([1.0, 2.0]), form="mt_grpo"),
+            "step_rewards must have shape (1,), got (2,)",
+        ),
+        (
+            lambda: A.grpo(ids([0, 0]), ids([1, 1]), t([1, 0])),
+            "episode_returns must be constant within each trajectory (rows with equal traj_ids)",
         ),
         (
             lambda: A.grpo(ids([0]), ids([0]), t([math.nan])),
@@ -676,3 +680,9 @@ def test_input_errors_name_the_input_and_its_expected_shape(call, message):
     with pytest.raises(ValueError) as err:
         call()
     assert message in str(err.value)
+
+
+def test_broadcast_to_tokens_layout_error_is_exact():
+    with pytest.raises(ValueError) as err:
+        A.broadcast_to_tokens(t([1.0]))
+    assert str(err.value) == "give exactly one of response_mask (N, T) or token_turn_index (B, T)"
