@@ -413,8 +413,8 @@ def check_bug_statements(answer) -> str:
     if unknown:
         raise Wrong(f"unknown letters {sorted(unknown)}: choose among {sorted(BUG_STATEMENTS)}")
     if chosen == BUG_TRUE:
-        return "correct: dropping the min removes PPO's pessimism on both sides - " + " / ".join(
-            BUG_STATEMENTS[k].split(":")[0] for k in sorted(BUG_TRUE)
+        return "correct: without the min, PPO's pessimism is gone on both sides - " + "; ".join(
+            BUG_STATEMENTS[k].split(":")[0].replace("For", "for") for k in sorted(BUG_TRUE)
         )
     wrong_in = sorted(chosen - BUG_TRUE)
     missed = sorted(BUG_TRUE - chosen)
