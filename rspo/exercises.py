@@ -678,9 +678,9 @@ class Exercises:
                 f"○ {label}: not done yet - {err}. Fill in the cell marked YOUR CODE HERE and run this cell again."
             )
             return answer
-        except Wrong:
+        except Wrong as err:
             self.status[name] = "wrong"
-            raise
+            raise Wrong(f"{label}: {err}") from None
         self.status[name] = "done"
         self.echo(f"✓ {label}: {message}")
         return answer
