@@ -4,7 +4,7 @@
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
         [--set key=value ...] [--ablations] [--table-only] [--markdown] [--diagnose] [--restore [DIR]]
 
-Each run is ``rspo train`` with the profile's settings (``rspo.analysis.TRAIN_PROFILES``, shared with
+Each run is ``rspo train`` with the profile's settings (``rspo.experiments.TRAIN_PROFILES``, shared with
 the notebooks of ``rspo reproduce``) from the warm-started tiny
 default, greedy evaluation before the first and after the last iteration. Runs go one after another
 in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<algo>-<reward>-s<seed>/``:
@@ -12,7 +12,7 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
 - resumable run by run: a finished run (its last metrics row has the final iteration and an eval) is
   not repeated; a killed one resumes from its last checkpoint; so the table can be filled in parts;
 - the initial evaluation is the same for every run of an environment (same policy, greedy, same
-  tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.analysis``);
+  tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.experiments``);
 - ``--ablations`` adds the profile's ablation runs (notebook 05's: RSPO on GRPO with one setting
   changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads;
 - ``--table-only`` prints the table from what is on disk; ``--diagnose`` adds what the training rows
@@ -40,21 +40,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.analysis import TRAIN_PROFILES, grid_configs  # noqa: E402
 from rspo.config import TrainConfig  # noqa: E402
 from rspo.envs import list_envs  # noqa: E402
+from rspo.experiments import TRAIN_PROFILES, grid_configs  # noqa: E402
 
 
 def finished_runs(configs: list[TrainConfig]) -> list:
-    """The finished runs among ``configs`` (:func:`rspo.analysis.finished_run`), each read once."""
-    from rspo.analysis import finished_run
+    """The finished runs among ``configs`` (:func:`rspo.experiments.finished_run`), each read once."""
+    from rspo.experiments import finished_run
 
     return [run for run in map(finished_run, configs) if run is not None]
 
 
 def run_one(cfg: TrainConfig):
     """Train (or resume) the run ``cfg`` names; the finished :class:`rspo.analysis.Run`."""
-    from rspo.analysis import ensure_run
+    from rspo.experiments import ensure_run
 
     return ensure_run(cfg)
 
@@ -153,7 +153,7 @@ def main() -> None:
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = grid_configs(args.profile, out, args.envs, args.algos, args.rewards, args.seeds, **overrides)
     if args.ablations:  # as rspo reproduce --profile <profile> trains them (rspo.reproduce.table_parameters)
-        from rspo.analysis import ablation_configs
+        from rspo.experiments import ablation_configs
         from rspo.reproduce import table_parameters
 
         t = table_parameters(args.profile)

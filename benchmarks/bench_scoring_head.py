@@ -11,7 +11,7 @@ side and alternating, without gradient (rollouts, evaluation) and with forward +
     python benchmarks/bench_scoring_head.py --env shop --repeats 5
 
 It uses the warm-started default (built and cached on first use, about 4 minutes), one thread, and
-one iteration's rollout at the cpu profile (``rspo.analysis.run_config``: its tasks, copies, horizon,
+one iteration's rollout at the cpu profile (``rspo.experiments.run_config``: its tasks, copies, horizon,
 micro-batch and prompts).
 """
 
@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from rspo.analysis import run_config
+from rspo.experiments import run_config
 from rspo.policies import scoring
 from rspo.rollout import collect, make_envs
 from rspo.sft import load_or_build_default

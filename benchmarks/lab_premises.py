@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.analysis import to_markdown  # noqa: E402
+from rspo.analysis import load_runs, to_markdown  # noqa: E402
 from rspo.claims import (  # noqa: E402
     bootstrap,
     by_reward,
@@ -79,8 +79,6 @@ def main() -> None:
     if args.cost:
         print(to_markdown(*cost_table(runs)) + "\n")
     if args.claims is not None:
-        from rspo.analysis import load_runs
-
         extra = [r for folder in args.claims for r in load_runs(folder)]
         head, lines = claims_table(runs + extra, args.boot)
         print(

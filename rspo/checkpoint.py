@@ -243,7 +243,7 @@ def check_run_dir(cfg: TrainConfig, must_exist: bool = False) -> None:
     or the run folder a file, a folder that cannot be written, a run there already (without
     ``resume``), a resume with another config. With ``must_exist`` (``rspo train --resume``) a missing
     run folder is an error too; the library's ``resume=True`` starts a missing run (benchmarks and
-    :func:`rspo.analysis.ensure_run` rely on that)."""
+    :func:`rspo.experiments.ensure_run` rely on that)."""
     import os
 
     run_dir = cfg.run_dir

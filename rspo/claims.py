@@ -27,6 +27,8 @@ import random
 import statistics
 from pathlib import Path
 
+from rspo.analysis import load_runs
+
 
 def interp(xs: list[float], ys: list[float], x: float) -> float:
     """``ys`` at ``x`` on the piecewise-linear curve through (xs, ys); constant beyond the ends."""
@@ -183,8 +185,6 @@ def by_reward(runs) -> dict[tuple, dict[str, list]]:
 def lab_runs(root: str | Path) -> list:
     """Every finished run under ``root``'s ``m<m>/`` folders (``benchmarks/bench_learning.py --out
     <root>/m<m>`` puts them in ``m<m>/lab/``; archived logs lie in ``m<m>/`` itself)."""
-    from rspo.analysis import load_runs
-
     runs = []
     for folder in sorted(Path(root).glob("m*")):
         runs += load_runs(folder / "lab" if (folder / "lab").is_dir() else folder)

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from rspo import envs
-from rspo import reproduce as reproduce_profiles
+from rspo import experiments as profiles
 from rspo.atomic import RunLockedError
 
 HELP_TEXT = """Type the number of an admissible action, or any command as free text.
@@ -264,8 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile",
         default="quick",
-        choices=list(reproduce_profiles.PROFILES),
-        help="; ".join(f"{k}: {v}" for k, v in reproduce_profiles.PROFILE_NOTES.items()),
+        choices=list(profiles.PROFILES),
+        help="; ".join(f"{k}: {v}" for k, v in profiles.PROFILE_NOTES.items()),
     )
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-<profile>)")
     p.add_argument("--notebooks", nargs="*", default=None, help="only these (stems or NN prefixes)")

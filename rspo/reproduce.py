@@ -32,77 +32,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rspo.experiments import PROFILE_NOTES, PROFILES, SHARED_RUNS, TABLE_NOTEBOOK, TRAIN_WORKERS
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 
-# per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
-# parameters its parameters cell declares. "profile" names the training scale (rspo.analysis.TRAIN_PROFILES).
-ALGOS = ["grpo", "ppo", "gigpo"]
-CPU_ABLATIONS = [
-    {"swap_variant": "mixed"},
-    {"swap_variant": "schedule"},
-    {"swap_lambda": 0.5},
-    {"swap_lambda": 2.0},
-    {"swap_c": 2.0},
-]
-PROFILES: dict[str, dict[str, dict]] = {
-    # the lab (detour) at m = 0.1 on GRPO, two seeds: outcome slow, dense biased, where RSPO ends
-    "quick": {
-        "*": {
-            "profile": "quick",
-            "interactive": False,
-            "envs": ["detour"],
-            "algos": ["grpo"],
-            "seeds": [0, 1],
-            "ablations": [],
-        },
-        "00_quickstart": {"env_name": "detour"},
-        "06_gpu_colab": {"env_name": "detour"},
-    },
-    "cpu": {
-        "*": {
-            "profile": "cpu",
-            "interactive": False,
-            "envs": ["household", "shop"],
-            "algos": ALGOS,
-            "seeds": [0, 1, 2],
-        },
-        "00_quickstart": {"env_name": "shop"},
-        "01_environments_and_rewards": {"episodes_per_env": 200},
-        "05_analysis": {"ablations": CPU_ABLATIONS},
-    },
-    "gpu": {
-        "*": {
-            "profile": "gpu",
-            "interactive": False,
-            "envs": ["household", "shop"],
-            "algos": ALGOS,
-            "seeds": [0, 1, 2],
-        },
-        "00_quickstart": {"env_name": "shop"},
-        "01_environments_and_rewards": {"episodes_per_env": 200},
-        "05_analysis": {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]},
-    },
-}
-# training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
-# uses one thread in these profiles; the gpu profile trains one run at a time)
-TRAIN_WORKERS = {"quick": 2, "cpu": 2}
-# the quick profile's notebooks at the smoke training scale (2 iterations): the pipeline in about
-# 3 minutes, for the test suite
-PROFILES["smoke"] = {nb: dict(values) for nb, values in PROFILES["quick"].items()}
-PROFILES["smoke"]["*"]["profile"] = "smoke"
-# where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
-SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
-# the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
-TABLE_NOTEBOOK = "05_analysis"
-PROFILE_NOTES = {
-    "quick": "the credit-assignment lab (detour, m = 0.1) on GRPO, two seeds: outcome slow, dense biased, "
-    "where RSPO ends (about 15 minutes at most on 2 cores)",
-    "smoke": "the quick profile's notebooks at 2 training iterations: a check of the pipeline, no result "
-    "(the test suite runs it)",
-    "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
-    "gpu": "one 24-80 GB GPU with a 0.5-1.5B instruct model",
-}
 RECONSTRUCTION_NOTE = (
     "RSPO (arXiv 2607.04713) is reconstructed: the paper's equations are not public. The kit's RSPO "
     "trains an explorer on the dense reward, relabels its episodes with the outcome reward (the swap), "
@@ -184,7 +118,7 @@ def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
 def ensure_warm_starts(profile: str, write=print) -> None:
     """Build the warm-started default policies the profile's notebooks load, here, with the warm start's
     progress bar in the terminal - not silently inside the first notebook (minutes on a fresh cache)."""
-    from rspo.analysis import TRAIN_PROFILES
+    from rspo.experiments import TRAIN_PROFILES
     from rspo.sft import build_default, default_policy_path
 
     settings = PROFILES.get(profile, {}).get("*", {})
@@ -206,7 +140,7 @@ def ensure_table_runs(profile: str, out: Path, write=print) -> None:
     """Train the profile's table runs that are not finished (:func:`table_status`), here, two at a time
     (``TRAIN_WORKERS``) with a line per finished run and the running runs' iterations every 20 s - not
     silently inside notebooks 03-05, which then load them."""
-    from rspo.analysis import train_runs
+    from rspo.experiments import train_runs
 
     _, missing = table_status(profile, out)
     if missing:
@@ -280,8 +214,8 @@ def table_status(profile: str, out: Path) -> tuple[list, list]:
     """The TrainConfigs of the profile's table runs (envs x algos x rewards x seeds, rewards
     :data:`rspo.config.REWARDS`, then notebook 05's ablation runs) split into finished and missing,
     by what its runs folder holds; a run there with another config counts as missing. Trains nothing."""
-    from rspo.analysis import ablation_configs, finished_run, grid_configs
     from rspo.config import REWARDS
+    from rspo.experiments import ablation_configs, finished_run, grid_configs
 
     t = table_parameters(profile)
     where = runs_dir(profile, out)

@@ -95,7 +95,7 @@ def test_learning_curves_band_over_seeds(tmp_path):
 def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, one_thread):
     from test_trainer import small
 
-    from rspo.analysis import ensure_run
+    from rspo.experiments import ensure_run
     from rspo.policies.tiny import untrained_tiny_policy
 
     cfg = small(tmp_path, env="shop", iterations=1, max_steps=3, eval_every=1, eval_tasks=2, temperature=1.0)
@@ -110,7 +110,7 @@ def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, 
 def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_path):
     from tiny_fixtures import file_snapshot
 
-    from rspo.analysis import ensure_run, finished_run, gather_runs
+    from rspo.experiments import ensure_run, finished_run, gather_runs
 
     def cfg(seed, **kw):  # the config fake_run saves, changed by kw
         kw = {"env": "shop", "algo": "grpo", "reward": "outcome", "iterations": 2, **kw}
@@ -142,7 +142,7 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
 
 
 def test_grid_configs_are_seed_major_with_overrides(tmp_path):
-    from rspo.analysis import grid_configs
+    from rspo.experiments import grid_configs
 
     configs = grid_configs(
         "smoke", tmp_path, ["household", "shop"], ["grpo"], ["outcome", "rspo"], [0, 1], lr=0.5
@@ -158,7 +158,8 @@ def test_grid_configs_are_seed_major_with_overrides(tmp_path):
 
 
 def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
-    from rspo.analysis import ablation_configs, method_name
+    from rspo.analysis import method_name
+    from rspo.experiments import ablation_configs
 
     configs = ablation_configs(
         "smoke", tmp_path, ["shop"], [{"swap_variant": "mixed"}, {"swap_lambda": 0.5}], [0]
@@ -172,7 +173,7 @@ def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
 
 
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
-    from rspo.analysis import ensure_run, finished_run, run_config
+    from rspo.experiments import ensure_run, finished_run, run_config
 
     cfg = run_config("smoke", "shop", "grpo", "outcome", 0, tmp_path)
     assert finished_run(cfg) is None
@@ -182,7 +183,7 @@ def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
 
 
 def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_thread):
-    from rspo.analysis import ensure_run, grid_configs, train_runs
+    from rspo.experiments import ensure_run, grid_configs, train_runs
 
     def grid(where):
         return grid_configs("smoke", where, ["shop"], ["grpo"], ["outcome", "dense"], [0])
@@ -202,7 +203,8 @@ def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_
 
 
 def test_archived_runs_restore_elsewhere_as_finished_runs(tmp_path):
-    from rspo.analysis import archive_runs, finished_run, restore_runs
+    from rspo.analysis import archive_runs, restore_runs
+    from rspo.experiments import finished_run
 
     src, archive, dst = tmp_path / "src", tmp_path / "docs" / "runs", tmp_path / "elsewhere"
     fake_run(src, 0, 0.5)
@@ -268,7 +270,7 @@ def test_runs_from_different_starting_evaluations_are_pointed_out(tmp_path):
 def test_weights_fingerprint_tells_policies_apart():
     import torch
 
-    from rspo.analysis import weights_fingerprint
+    from rspo.experiments import weights_fingerprint
     from rspo.policies.tiny import untrained_tiny_policy
 
     a, b = untrained_tiny_policy(0), untrained_tiny_policy(0)
@@ -282,7 +284,7 @@ def test_weights_fingerprint_tells_policies_apart():
 def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
     """A cached initial evaluation is reused only for the weights it evaluated: one restored from
     another machine's (differently built) warm start is evaluated again, not taken over."""
-    from rspo.analysis import initial_eval, run_config
+    from rspo.experiments import initial_eval, run_config
 
     cfg = run_config("smoke", "shop", "grpo", "outcome", 0, tmp_path)
     first = initial_eval(cfg)

@@ -47,13 +47,14 @@ def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
     pytest.importorskip("papermill")
     from rspo.reproduce import PROFILES, reproduce
 
-    assert {k: v for k, v in PROFILES["smoke"]["*"].items() if k != "profile"} == {
-        k: v for k, v in PROFILES["quick"]["*"].items() if k != "profile"
-    }
+    def same(p):  # the smoke profile is the quick one at 2 iterations, with the exercises solved
+        return {k: v for k, v in PROFILES[p]["*"].items() if k not in ("profile", "exercises")}
+
+    assert same("smoke") == same("quick") and PROFILES["smoke"]["*"]["exercises"] == "solutions"
     said = []
     report = reproduce("smoke", tmp_path, write=said.append)
-    assert any(line.startswith("training 6 runs, 2 at a time") for line in said)
-    assert sum(line.startswith("[") and "eval success" in line for line in said) == 6
+    assert any(line.startswith("training 8 runs, 2 at a time") for line in said)  # 6 + 2 ablations
+    assert sum(line.startswith("[") and "eval success" in line for line in said) == 8
     text = report.read_text()
     assert "## Results" in text and "## What is reconstructed" in text and (tmp_path / "report.html").exists()
     figures = sorted(p.name for p in (tmp_path / "figures").iterdir())

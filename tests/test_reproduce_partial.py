@@ -27,7 +27,8 @@ def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path
 def test_the_table_is_what_notebook_05_reads():
     """The report counts envs x algos x rewards x seeds; algos are notebook 05's (and 03's, 04's) default."""
     pytest.importorskip("papermill")
-    from rspo.reproduce import CPU_ABLATIONS, NOTEBOOKS_DIR, table_parameters
+    from rspo.experiments import CPU_ABLATIONS
+    from rspo.reproduce import NOTEBOOKS_DIR, table_parameters
 
     t = table_parameters("cpu")
     assert t == {
@@ -38,20 +39,30 @@ def test_the_table_is_what_notebook_05_reads():
         "ablations": CPU_ABLATIONS,
         "ablation_seeds": [0],
     }
-    for name in ("03_sparse_vs_dense_baselines", "04_rspo"):
+    # a student who opens notebooks 03-05 gets the quick profile's table: the same defaults in each
+    quick = {k: v for k, v in table_parameters("quick").items() if k in ("envs", "algos", "seeds")}
+    assert quick == {"envs": ["detour"], "algos": ["grpo"], "seeds": [0, 1]}
+    for name in ("03_sparse_vs_dense_baselines", "04_rspo", "05_analysis"):
         nb = json.loads((NOTEBOOKS_DIR / f"{name}.ipynb").read_text())
         cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-        assert 'algos = ["grpo", "ppo", "gigpo"]' in "".join(cell["source"])
+        for key, value in quick.items():
+            assert f"{key} = {json.dumps(value)}" in "".join(cell["source"]), (name, key)
 
 
 def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, monkeypatch, one_thread):
     """One finished run of the 9 of a one-env, one-seed smoke table: notebooks 03-05 run over it."""
     pytest.importorskip("papermill")
     import rspo.reproduce as job
-    from rspo.analysis import ensure_run, run_config
+    from rspo.experiments import ensure_run, run_config
 
     runs = tmp_path / "runs"
-    monkeypatch.setitem(job.PROFILES, "smoke", {"*": {"profile": "smoke", "envs": ["shop"], "seeds": [0]}})
+    three = ["grpo", "ppo", "gigpo"]
+    ablations = [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]
+    monkeypatch.setitem(
+        job.PROFILES,
+        "smoke",
+        {"*": {"profile": "smoke", "envs": ["shop"], "algos": three, "seeds": [0], "ablations": ablations}},
+    )
     monkeypatch.setitem(job.SHARED_RUNS, "smoke", runs)
     ensure_run(run_config("smoke", "shop", "grpo", "outcome", 0, runs))
     before = file_snapshot(runs)

@@ -1,0 +1,409 @@
+"""Experiments: the training profiles, the grids of runs they name, and training them.
+
+One place for what a profile is (docs/design.md §9):
+
+- :data:`TRAIN_PROFILES`: the training scale of each profile (``quick``, ``cpu``, ``gpu``, ``lab``,
+  ``smoke``), per environment, on top of :class:`rspo.config.TrainConfig`'s defaults;
+- :data:`PROFILES`: what ``rspo reproduce`` injects into each notebook for a profile, with
+  :data:`PROFILE_NOTES`, :data:`SHARED_RUNS` and :data:`TRAIN_WORKERS`;
+- :func:`run_config`, :func:`grid_configs`, :func:`ablation_configs`: the runs of a profile;
+- :func:`ensure_run`, :func:`gather_runs`, :func:`train_runs`: a run finished - loaded, resumed or
+  trained - and many of them, several at a time, with progress in the terminal.
+
+Results - loading finished runs, statistics and tables - are :mod:`rspo.analysis` and
+:mod:`rspo.claims`, below training: they never import the trainer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rspo.analysis import Run, load_run
+from rspo.config import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the credit-assignment lab's settings (issue 17, docs/lab/protocol.md): detour only; 8 tasks x 4
+# copies (a group of 8 let the outcome learner find its first successes at once: docs/lab/README.md),
+# lr 1e-3 (the tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
+LAB = dict(
+    iterations=30,
+    tasks_per_iter=8,
+    group_size=4,
+    lr=1e-3,
+    kl_coef=0.0,
+    micro_batch=64,
+    no_signal="skip",
+    threads=1,
+    eval_every=6,
+    eval_tasks=64,
+)
+# training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
+# per profile, settings for every environment ("common") and per environment, on top of TrainConfig's
+TRAIN_PROFILES: dict[str, dict[str, dict]] = {
+    # the whole story at small scale (make reproduce): the lab at the protocol's settings and its
+    # misaligned m = 0.1 (docs/lab/protocol.md), where dense first finds successes faster and then
+    # drifts to farming; household and shop at toy scale for the notebooks' env parameter
+    "quick": {
+        "common": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
+        "household": dict(max_steps=20, eval_tasks=32),
+        "shop": dict(eval_tasks=32),
+        "detour": dict(LAB, misalignment=0.1),
+    },
+    # the CPU table: at most 15 minutes per run on a 2-core machine, two runs at a time. Sized by the
+    # slowest combination, PPO + RSPO in household (two policies, PPO trains every turn): no KL term
+    # (kl_coef 0, as DAPO and Dr. GRPO drop it; the other profiles keep 0.01), 4 replayed groups per
+    # RSPO update, household horizon 20 (the warm start's success: 10.2% against 10.9% at 30; the
+    # expert needs 9 steps on average, at most 20 on valid_seen) and 8 iterations. docs/results.md "Does every
+    # method learn?" has the measurements behind these choices and the previous profile's results.
+    "cpu": {
+        "common": dict(
+            tasks_per_iter=8, group_size=4, no_signal="skip", threads=1, kl_coef=0.0, replay_groups=4
+        ),
+        "household": dict(iterations=8, max_steps=20, eval_tasks=64),
+        "shop": dict(iterations=24, eval_tasks=128),
+    },
+    # one GPU, a 0.5-1.5B instruct model with LoRA in generate mode (GiGPO's scale, fewer iterations)
+    "gpu": {
+        "common": dict(
+            model="Qwen/Qwen2.5-1.5B-Instruct",
+            lora=True,
+            action_mode="generate",
+            tasks_per_iter=16,
+            group_size=8,
+            iterations=60,
+            lr=1e-5,
+            micro_batch=8,
+            minibatch_turns=128,
+        ),
+        "household": dict(eval_tasks=128),
+        "shop": dict(eval_tasks=128),
+    },
+    # the credit-assignment lab (LAB above); m from --set misalignment=...
+    "lab": {"common": LAB, "detour": dict()},
+    # seconds: for testing the scripts that run profiles
+    "smoke": {
+        "common": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
+        "household": dict(max_steps=6, eval_tasks=4),
+        "shop": dict(max_steps=4, eval_tasks=4),
+        "detour": dict(eval_tasks=8),
+    },
+}
+
+
+def run_config(
+    profile: str, env: str, algo: str, reward: str, seed: int, out_dir, **overrides
+) -> TrainConfig:
+    """The TrainConfig of one run at a profile's scale; evaluation before the first and after the last
+    iteration; ``overrides`` last (ablations, sweeps)."""
+    if profile not in TRAIN_PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(TRAIN_PROFILES)}")
+    p = TRAIN_PROFILES[profile]
+    settings = {**p["common"], **p.get(env, {}), **overrides}
+    iterations = settings.get("iterations", TrainConfig.iterations)
+    settings.setdefault("eval_every", iterations)
+    settings.setdefault("checkpoint_every", max(1, iterations // 8))
+    settings.setdefault("progress", False)
+    return TrainConfig(env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out_dir), **settings)
+
+
+def grid_configs(profile: str, out_dir, envs, algos, rewards, seeds, **overrides) -> list[TrainConfig]:
+    """The TrainConfigs of a grid of runs (:func:`run_config`), seed-major: every env x algo x reward
+    of the first seed, then of the next, so that a grid cut short has whole seeds."""
+    return [
+        run_config(profile, env, algo, reward, seed, out_dir, **overrides)
+        for seed in seeds
+        for env in envs
+        for algo in algos
+        for reward in rewards
+    ]
+
+
+def ablation_configs(profile: str, out_dir, envs, ablations, seeds, **overrides) -> list[TrainConfig]:
+    """RSPO on GRPO with one setting changed per run (``ablations``: dicts of TrainConfig fields), named
+    by the change: ``<env>-grpo-rspo-<key>=<value>-s<seed>`` (notebook 05 and the cpu profile)."""
+    return [
+        run_config(
+            profile,
+            env,
+            "grpo",
+            "rspo",
+            seed,
+            out_dir,
+            name=f"{env}-grpo-rspo-{'-'.join(f'{k}={v}' for k, v in extra.items())}-s{seed}",
+            **{**overrides, **extra},
+        )
+        for seed in seeds
+        for env in envs
+        for extra in ablations
+    ]
+
+
+# per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
+# parameters its parameters cell declares. "profile" names the training scale (TRAIN_PROFILES above).
+BASE_ALGOS = ["grpo", "ppo", "gigpo"]
+CPU_ABLATIONS = [
+    {"swap_variant": "mixed"},
+    {"swap_variant": "schedule"},
+    {"swap_lambda": 0.5},
+    {"swap_lambda": 2.0},
+    {"swap_c": 2.0},
+]
+PROFILES: dict[str, dict[str, dict]] = {
+    # the lab (detour) at m = 0.1 on GRPO, two seeds: outcome slow, dense biased, where RSPO ends
+    "quick": {
+        "*": {
+            "profile": "quick",
+            "interactive": False,
+            "envs": ["detour"],
+            "algos": ["grpo"],
+            "seeds": [0, 1],
+            "ablations": [],
+        },
+        "00_quickstart": {"env_name": "detour"},
+        "06_gpu_colab": {"env_name": "detour"},
+    },
+    "cpu": {
+        "*": {
+            "profile": "cpu",
+            "interactive": False,
+            "envs": ["household", "shop"],
+            "algos": BASE_ALGOS,
+            "seeds": [0, 1, 2],
+        },
+        "00_quickstart": {"env_name": "shop"},
+        "01_environments_and_rewards": {"episodes_per_env": 200},
+        "05_analysis": {"ablations": CPU_ABLATIONS},
+    },
+    "gpu": {
+        "*": {
+            "profile": "gpu",
+            "interactive": False,
+            "envs": ["household", "shop"],
+            "algos": BASE_ALGOS,
+            "seeds": [0, 1, 2],
+        },
+        "00_quickstart": {"env_name": "shop"},
+        "01_environments_and_rewards": {"episodes_per_env": 200},
+        "05_analysis": {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]},
+    },
+}
+# training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
+# uses one thread in these profiles; the gpu profile trains one run at a time)
+TRAIN_WORKERS = {"quick": 2, "smoke": 2, "cpu": 2}
+# the quick profile's notebooks at the smoke training scale (2 iterations), with two ablations so that
+# notebook 05's ablation path runs too: the pipeline in about 3 minutes, for the test suite
+PROFILES["smoke"] = {nb: dict(values) for nb, values in PROFILES["quick"].items()}
+PROFILES["smoke"]["*"].update(profile="smoke", exercises="solutions")  # every exercise's check must pass
+PROFILES["smoke"]["05_analysis"] = {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]}
+# where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
+SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
+# the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
+TABLE_NOTEBOOK = "05_analysis"
+PROFILE_NOTES = {
+    "quick": "the credit-assignment lab (detour, m = 0.1) on GRPO, two seeds: outcome slow, dense biased, "
+    "where RSPO ends (about 15 minutes at most on 2 cores)",
+    "smoke": "the quick profile's notebooks at 2 training iterations: a check of the pipeline, no result "
+    "(the test suite runs it)",
+    "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
+    "gpu": "one 24-80 GB GPU with a 0.5-1.5B instruct model",
+}
+
+
+EVAL_KEYS = (
+    "env",
+    "model",
+    "gguf_file",
+    "action_mode",
+    "eval_tasks",
+    "max_steps",
+    "history",
+    "show_admissible",
+    "misalignment",
+    "max_prompt_tokens",
+    "max_new_tokens",
+)
+# fields added to the evaluation after caches were written: in the key only when set, so that the
+# entries cached without them (their default) still hit
+EVAL_KEYS_IF_SET = ("task_pool",)
+
+
+def weights_fingerprint(policy) -> str:
+    """12 hex digits of a SHA-256 over the policy's weights (names and bytes, in name order): which
+    starting policy an evaluation belongs to. LoRA adapter weights are left out: they start as the
+    identity (B = 0) whatever the seed draws for A, so every seed starts from the same policy."""
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(policy.model.state_dict().items()):
+        if "lora_" in name:
+            continue
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().flatten().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:12]
+
+
+def initial_eval(cfg: TrainConfig) -> dict:
+    """The starting policy's greedy evaluation under ``cfg``'s evaluation settings, computed once per
+    ``out_dir`` and cached in ``<out_dir>/initial-<env>.json``: every run of a grid starts from the same
+    policy (the warm start; LoRA adapters start as the identity), so they share it."""
+    import json
+
+    from rspo.trainer import Trainer, load_policy, resolve_device
+
+    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
+    policy = load_policy(probe, resolve_device(probe)[0])  # only the policy: a cache hit needs no trainer
+    # the weights are part of the key: another machine can build the "same" warm start with other
+    # floats (10.2% vs 7.8% household success have been seen), and a restored cache must not stand in
+    # for the evaluation of the policy this machine's runs start from
+    key = {k: getattr(cfg, k) for k in EVAL_KEYS} | {"weights": weights_fingerprint(policy)}
+    key |= {k: getattr(cfg, k) for k in EVAL_KEYS_IF_SET if getattr(cfg, k)}
+    path = Path(cfg.out_dir) / f"initial-{cfg.env}.json"
+    saved = json.loads(path.read_text()) if path.exists() else []
+    saved = [saved] if isinstance(saved, dict) else saved  # one entry, as an older version wrote it
+    for entry in saved:
+        if entry["key"] == key and "time/cpu_eval" in entry["eval"]:
+            return entry["eval"]
+    # not cached, or cached by a kit version that did not log CPU time: evaluate (greedy: same numbers)
+    saved = [entry for entry in saved if entry["key"] != key]
+    result = Trainer(probe, policy=policy).evaluate()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved + [{"key": key, "eval": result}], indent=1) + "\n")
+    return result
+
+
+def finished_run(cfg: TrainConfig) -> Run | None:
+    """The run ``cfg`` names if ``cfg.run_dir`` holds it finished, else None (no run there, or one cut
+    short); never trains nor writes. A run there with a different config is an error, as in
+    :func:`ensure_run`."""
+    from rspo.checkpoint import check_same_run
+
+    if not (cfg.run_dir / "config.json").exists():
+        return None
+    run = load_run(cfg.run_dir)
+    check_same_run(run.config, cfg, cfg.run_dir)
+    if run.finished and run.config.iterations == cfg.iterations:
+        return run
+    return None
+
+
+def ensure_run(
+    cfg: TrainConfig, policy=None, share_initial_eval: bool = True, train: bool = True
+) -> Run | None:
+    """The run ``cfg`` names, finished: loaded if it already is, resumed if it was cut short, else
+    trained - starting from the shared initial evaluation (:func:`initial_eval`) unless ``policy`` is
+    given or ``share_initial_eval`` is False. Notebooks and benchmarks call this, so rerunning them
+    reuses finished runs. With ``train`` False nothing is trained or written: the finished run, or
+    None for a missing or unfinished one (:func:`finished_run`)."""
+    from dataclasses import replace
+
+    from rspo.trainer import Trainer
+
+    if not train:
+        return finished_run(cfg)
+    first = None
+    if (cfg.run_dir / "config.json").exists():
+        run = finished_run(cfg)
+        if run is not None:
+            return run
+        cfg = replace(cfg, resume=True)
+    elif share_initial_eval and policy is None and cfg.eval_every:
+        first = initial_eval(cfg)
+    Trainer(cfg, policy=policy, initial_eval=first).run()
+    return load_run(cfg.run_dir)
+
+
+def _train_run(data: dict) -> str:
+    """:func:`ensure_run` in a worker process (:func:`train_runs`): the config as a plain dict."""
+    cfg = TrainConfig.from_dict(data)
+    ensure_run(cfg)
+    return cfg.name
+
+
+def _progress(cfg: TrainConfig) -> str:
+    """``name (iteration i/N)`` from the rows a running run has written so far."""
+    path = cfg.run_dir / "metrics.jsonl"
+    rows = path.read_text().count("\n") if path.exists() else 0
+    return f"{cfg.name} (iteration {max(rows - 1, 0)}/{cfg.iterations})"
+
+
+def train_runs(configs, workers: int = 2, write=print, every: float = 20.0) -> None:
+    """Train the unfinished runs among ``configs``, ``workers`` at a time in worker processes (each
+    run uses its ``threads``; the lab's and the cpu profile's runs use one). The shared initial
+    evaluation is made here first, so the workers do not race to write it. ``write`` gets one line per
+    finished run, and every ``every`` seconds one line with the running runs' iterations: a terminal
+    is never silent for long. A worker's error is raised with the run's name."""
+    import multiprocessing
+    import time
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    todo = [cfg for cfg in configs if finished_run(cfg) is None]
+    if not todo:
+        return
+    if workers <= 1 or len(todo) == 1:
+        for k, cfg in enumerate(todo, 1):
+            write(f"[{k}/{len(todo)}] training {cfg.name} ...")
+            t0 = time.perf_counter()
+            run = ensure_run(cfg)
+            write(f"[{k}/{len(todo)}] {_finished_line(run)} in {time.perf_counter() - t0:.0f} s")
+        return
+    for cfg in {(c.out_dir, c.env): c for c in todo if not (c.run_dir / "config.json").exists()}.values():
+        if cfg.eval_every:
+            initial_eval(cfg)
+    write(f"training {len(todo)} runs, {workers} at a time (one line per finished run) ...")
+    t0 = time.perf_counter()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        running = {pool.submit(_train_run, cfg.to_dict()): cfg for cfg in todo}
+        done_count = 0
+        while running:
+            finished, _ = wait(running, timeout=every, return_when=FIRST_COMPLETED)
+            for future in finished:
+                cfg = running.pop(future)
+                try:
+                    future.result()
+                except Exception as err:
+                    raise RuntimeError(f"training {cfg.name} failed: {type(err).__name__}: {err}") from err
+                done_count += 1
+                run = load_run(cfg.run_dir)
+                write(
+                    f"[{done_count}/{len(todo)}] {_finished_line(run)} ({time.perf_counter() - t0:.0f} s so far)"
+                )
+            if not finished:
+                started = [cfg for cfg in running.values() if (cfg.run_dir / "metrics.jsonl").exists()]
+                write(
+                    f"  {time.perf_counter() - t0:.0f} s: {done_count}/{len(todo)} finished; running "
+                    + (", ".join(_progress(cfg) for cfg in started) or "(starting)")
+                )
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _finished_line(run: Run) -> str:
+    first, last = run.rows[0], run.rows[-1]
+    return (
+        f"{run.config.name:32s} eval success {100 * first['eval/success']:5.1f}% -> "
+        f"{100 * last['eval/success']:5.1f}%"
+    )
+
+
+def gather_runs(
+    configs, train: bool = True, verbose: bool = False, workers: int = 1
+) -> tuple[list[Run], list[str]]:
+    """:func:`ensure_run` on each of ``configs`` in order: the finished runs, and the names of the
+    missing ones (those not finished, with ``train`` False). ``verbose``: one line per run.
+    ``workers`` > 1: the unfinished runs are first trained that many at a time (:func:`train_runs`)."""
+    if train and workers > 1:
+        train_runs(configs, workers)
+    runs, missing = [], []
+    for cfg in configs:
+        run = ensure_run(cfg, train=train)  # None: not finished, and not trained
+        if run is None:
+            missing.append(cfg.name)
+            continue
+        runs.append(run)
+        if verbose:
+            print(_finished_line(run), flush=True)
+    return runs, missing
