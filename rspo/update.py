@@ -116,18 +116,18 @@ def build_batch(
     episode_returns = torch.tensor([sum(rs) for rs in rewards for _ in rs], dtype=torch.float32)
     anchors: dict[str, int] = {}
     anchor_ids = torch.tensor([anchors.setdefault(t.anchor, len(anchors)) for t in turns], dtype=torch.long)
-    values = None
+    gae_values = None  # the critic's values, for GAE only: the given ones, else those stored at collection
     if cfg.estimator == "gae":
         if values is None:
             values = [t.value if t.value is not None else 0.0 for t in turns]
-        values = torch.tensor(values, dtype=torch.float32)
+        gae_values = torch.tensor(values, dtype=torch.float32)
     fields = dict(
         task_ids=task_ids,
         traj_ids=traj_ids,
         step_rewards=step_rewards,
         episode_returns=episode_returns,
         anchor_ids=anchor_ids,
-        values=values,
+        values=gae_values,
     )
     options = {
         "grpo": dict(normalize=cfg.adv_norm, episode_stats=cfg.episode_stats),
@@ -160,7 +160,7 @@ def build_batch(
         step_rewards,
         episode_returns,
         anchor_ids,
-        values,
+        gae_values,
         adv.float(),
         None if returns is None else returns.float(),
         weights,
