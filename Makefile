@@ -2,6 +2,7 @@
 #   make reproduce - the main job: every notebook with the quick profile + the report (CPU, nothing downloaded)
 #   make demo      - a one-second check: expert and random policies on every evaluation split
 #   make test      - lint + the test suite (what CI runs)
+#   make test-fast - the suite without the tests marked slow (whole notebooks, benchmarks end to end, kills)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ BIN    := $(VENV)/bin
 # On a GPU machine: make TORCH_SPEC=torch  (or install the CUDA build of your choice first).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv reproduce demo test lint bench clean
+.PHONY: venv reproduce demo test test-fast lint bench clean
 
 $(BIN)/rspo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +32,9 @@ lint: venv
 
 test: lint
 	$(BIN)/python -m pytest -q
+
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: venv
 	$(BIN)/python benchmarks/bench_envs.py

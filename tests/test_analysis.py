@@ -182,6 +182,7 @@ def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
     assert ensure_run(cfg, train=False).rows == run.rows
 
 
+@pytest.mark.slow
 def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_thread):
     from rspo.experiments import ensure_run, grid_configs, train_runs
 

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_learning.py"), "--profile", "smoke"]
     cmd += ["--envs", "shop", "--algos", "grpo", "--rewards", "outcome", "rspo", "--seeds", "0"]

@@ -40,6 +40,7 @@ def test_papermill_reads_every_parameter_and_reproduce_sets_the_output_folders(p
     assert {"figures_dir", "runs_dir"} <= set(assigned)
 
 
+@pytest.mark.slow
 def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
     """The quick profile's notebooks and parameters at the smoke training scale (the ``smoke`` profile:
     2 iterations; ``make reproduce`` runs the quick profile itself), each run headless with papermill,

@@ -49,6 +49,7 @@ def test_the_table_is_what_notebook_05_reads():
             assert f"{key} = {json.dumps(value)}" in "".join(cell["source"]), (name, key)
 
 
+@pytest.mark.slow
 def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, monkeypatch, one_thread):
     """One finished run of the 9 of a one-env, one-seed smoke table: notebooks 03-05 run over it."""
     pytest.importorskip("papermill")
