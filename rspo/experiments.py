@@ -286,6 +286,12 @@ def finished_run(cfg: TrainConfig) -> Run | None:
     check_same_run(run.config, cfg, cfg.run_dir)
     if run.finished and run.config.iterations == cfg.iterations:
         return run
+    if run.finished and run.config.iterations > cfg.iterations:
+        # a run continued past cfg's length (the lab's baselines, for equal steps): its first
+        # cfg.iterations rows are cfg's run; it is read as that, never resumed backwards or rewritten
+        rows = [r for r in run.rows if r.get("iteration", 0) <= cfg.iterations]
+        if rows[-1].get("iteration") == cfg.iterations and "eval/success" in rows[-1]:
+            return Run(run.path, cfg, rows)
     return None
 
 

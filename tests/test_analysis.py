@@ -316,3 +316,25 @@ def test_summarise_one_split_reads_its_keys_and_leaves_out_runs_without_it(tmp_p
     (row,) = summarise(runs, "pool")
     assert row["reward"] == "dense" and (row["initial"], row["final"]) == (25.0, 50.0)
     assert (row["initial_score"], row["final_score"]) == (30.0, 60.0)
+
+
+def test_a_run_continued_past_the_asked_length_is_read_cut_there_and_never_rewritten(tmp_path, one_thread):
+    """A grid asked at 2 iterations after its run was continued to 4 (the lab's equal-steps baselines):
+    the run is read as it was at 2, and config.json and metrics.jsonl are left as they are."""
+    from test_trainer import small
+    from tiny_fixtures import file_snapshot
+
+    from rspo.experiments import ensure_run, finished_run
+    from rspo.policies.tiny import untrained_tiny_policy
+
+    settings = dict(env="shop", max_steps=3, eval_every=2, eval_tasks=2, temperature=1.0)
+    short = small(tmp_path, iterations=2, **settings)
+    ensure_run(short, policy=untrained_tiny_policy(0))
+    longer = small(tmp_path, iterations=4, **settings)
+    full = ensure_run(longer, policy=untrained_tiny_policy(0))
+    assert full.rows[-1]["iteration"] == 4
+    before = file_snapshot(tmp_path)
+    again = ensure_run(short)
+    assert file_snapshot(tmp_path) == before  # nothing resumed, nothing rewritten
+    assert again.config.iterations == 2 and [r["iteration"] for r in again.rows] == [0, 1, 2]
+    assert again.rows == full.rows[:3] and finished_run(longer).rows == full.rows
