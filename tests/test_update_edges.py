@@ -175,3 +175,28 @@ def test_ppo_update_minibatch_order_is_seeded_and_an_empty_batch_takes_no_step()
     assert stats["loss/steps"] == 0 and stats["loss/turns"] == 0
     assert all(v == 0.0 for k, v in stats.items() if k not in ("loss/steps", "loss/turns"))
     assert all(torch.equal(x, y) for x, y in zip(before, params, strict=True))
+
+
+def test_batch_metrics_of_two_turns():
+    cfg = TrainConfig(algo="grpo")
+    two = build_batch([episode(0, 0, [1]), episode(0, 1, [0])], [[10.0], [0.0]], cfg)
+    a = 5.0 / (math.sqrt(50.0) + 1e-6)
+    assert two.adv.tolist() == pytest.approx([a, -a])
+    assert two.metrics()["adv/std"] == pytest.approx(math.sqrt(2) * a)  # std of [a, -a], not 0
+
+
+def test_a_non_finite_loss_names_the_iteration_the_update_and_what_to_do():
+    from rspo.update import NonFiniteError
+
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="grpo", kl_coef=0.0)
+    batch = hand_batch(cfg)
+    batch.adv[0] = math.nan
+    params = list(policy.trainable_parameters())
+    with pytest.raises(NonFiniteError) as err:
+        ppo_update(policy, torch.optim.SGD(params, lr=1.0), params, batch, cfg, 4, NULL, name="explorer")
+    assert str(err.value) == (
+        "iteration 5: the explorer update's loss is not finite (nan) at epoch 1, minibatch 1; training "
+        "stopped (no checkpoint is written from here: the last one on disk is kept). Lower lr, raise "
+        "kl_coef or check the rewards"
+    )
