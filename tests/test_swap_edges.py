@@ -97,12 +97,6 @@ def test_swap_batch_with_gae_scores_explorer_turns_with_the_learner():
     assert batch.values is not None and batch.returns is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rspo/update.py build_batch sets values = None before reading its values argument, so the "
-    "learner's critic values that swap_batch passes for explorer turns are ignored and GAE uses the "
-    "values stored at collection (the explorer's critic); see docs/mutation.md",
-)
 def test_swap_batch_with_gae_values_explorer_states_with_the_learners_critic():
     """PPO: explorer turns are valued by the learner's critic now, not by the values stored when the
     explorer collected them; the advantages are GAE on the relabelled rewards with those values."""
@@ -115,9 +109,6 @@ def test_swap_batch_with_gae_values_explorer_states_with_the_learners_critic():
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the same bug: build_batch ignores its values argument (docs/mutation.md)"
-)
 def test_build_batch_uses_the_values_it_is_given_for_gae():
     """The same bug at its source, with numbers by hand: one turn, outcome 10, stored value 4, given 1."""
     ep = Episode("household", "t", 0, 0, [turn(reward=1.0)])
@@ -126,10 +117,6 @@ def test_build_batch_uses_the_values_it_is_given_for_gae():
     stored = build_batch([ep], relabel([ep]), cfg)
     assert stored.adv.tolist() == [6.0] and stored.returns.tolist() == [10.0]
     given = build_batch([ep], relabel([ep]), cfg, values=[1.0])
-    if given.adv.tolist() == [6.0]:
-        pytest.xfail(
-            "build_batch ignores its values argument (rspo/update.py: values = None); docs/mutation.md"
-        )
     assert given.values.tolist() == [1.0] and given.adv.tolist() == [9.0]
 
 
