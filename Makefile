@@ -12,10 +12,12 @@ TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: venv reproduce demo test test-fast lint bench clean
 
+# pip's own progress (not --quiet): a fresh install takes minutes, and a silent terminal looks hung
 $(BIN)/rspo: pyproject.toml
+	@echo "creating $(VENV): torch ($(TORCH_SPEC)), then the kit with its dev extras (a few minutes, once)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --progress-bar on "$(TORCH_SPEC)"
+	$(BIN)/pip install --progress-bar on -e ".[dev]"
 	touch $(BIN)/rspo
 
 venv: $(BIN)/rspo
