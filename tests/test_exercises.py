@@ -256,11 +256,11 @@ def _check_outputs(stem: str, mode: str, text: str) -> None:
     assert "ERROR" not in text
 
 
-@pytest.mark.parametrize("mode", ["student", "solutions"])
+@pytest.mark.parametrize("mode", ["student"])  # solved: the smoke reproduce test (tests/test_notebooks.py)
 @pytest.mark.parametrize("stem", ["01_environments_and_rewards", "02_credit_assignment"])
 def test_notebook_runs_headless_unsolved_and_solved(stem, mode, tmp_path):
     """The whole notebook, as `rspo reproduce` runs it, plus ``exercises``: unsolved it stays green and
-    reports every exercise as not done; with the solutions every check passes."""
+    reports every exercise as not done (with the solutions, every check passes: the smoke profile)."""
     papermill = pytest.importorskip("papermill")
     from rspo.reproduce import parameters
 
@@ -307,22 +307,6 @@ def test_the_exercise_cells_of_the_training_notebooks(stem, mode, tmp_path):
         cwd=str(ROOT),
     )
     _check_outputs(stem, mode, _outputs(json.loads(out.read_text())))
-
-
-@pytest.mark.slow
-def test_the_training_notebooks_run_headless_with_the_solutions(tmp_path):
-    """Notebooks 03-05 whole, as `rspo reproduce` runs them at the smoke scale (2 iterations on detour,
-    one runs folder: 04 and 05 reuse 03's runs), with the solutions: every check passes (about 100 s
-    on a busy 2-core machine; needs the detour warm start, built once and cached)."""
-    papermill = pytest.importorskip("papermill")
-    from rspo.reproduce import parameters
-
-    for stem in PRELUDE:
-        path = NOTEBOOKS[stem]
-        params = {**parameters("smoke", path, tmp_path), "exercises": "solutions"}
-        out = tmp_path / path.name
-        papermill.execute_notebook(str(path), str(out), parameters=params, progress_bar=False, cwd=str(ROOT))
-        _check_outputs(stem, "solutions", _outputs(json.loads(out.read_text())))
 
 
 def test_random_episodes_cover_invalid_actions_and_both_outcomes():

@@ -56,6 +56,18 @@ def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
     report = reproduce("smoke", tmp_path, write=said.append)
     assert any(line.startswith("training 8 runs, 2 at a time") for line in said)  # 6 + 2 ablations
     assert sum(line.startswith("[") and "eval success" in line for line in said) == 8
+    # the smoke profile fills in the exercises' solutions: every check of notebooks 01-05 passed
+    # (tests/test_exercises.py runs them unsolved); this replaces a separate run of 03-05 there
+    from test_exercises import _check_outputs, _outputs
+
+    for stem in (
+        "01_environments_and_rewards",
+        "02_credit_assignment",
+        "03_sparse_vs_dense_baselines",
+        "04_rspo",
+        "05_analysis",
+    ):
+        _check_outputs(stem, "solutions", _outputs(json.loads((tmp_path / f"{stem}.ipynb").read_text())))
     text = report.read_text()
     assert "## Results" in text and "## What is reconstructed" in text and (tmp_path / "report.html").exists()
     figures = sorted(p.name for p in (tmp_path / "figures").iterdir())
