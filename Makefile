@@ -12,12 +12,14 @@ TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: venv reproduce demo test test-fast lint bench clean
 
-# pip's own progress (not --quiet): a fresh install takes minutes, and a silent terminal looks hung
+# pip's own progress (not --quiet), and a line every 20 s while pip installs without a word: a fresh
+# install takes minutes, and a silent terminal looks hung
+PIP := bash -c 'while sleep 20; do echo "  ... pip is still installing"; done & t=$$!; $(BIN)/pip install --progress-bar on "$$@"; rc=$$?; kill $$t; exit $$rc' pip
 $(BIN)/rspo: pyproject.toml
 	@echo "creating $(VENV): torch ($(TORCH_SPEC)), then the kit with its dev extras (a few minutes, once)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --progress-bar on "$(TORCH_SPEC)"
-	$(BIN)/pip install --progress-bar on -e ".[dev]"
+	$(PIP) "$(TORCH_SPEC)"
+	$(PIP) -e ".[dev]"
 	touch $(BIN)/rspo
 
 venv: $(BIN)/rspo

@@ -115,6 +115,11 @@ def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
     return NotebookFailed(f"notebook {path.name} failed{where}: {ename}: {evalue} (executed copy: {output})")
 
 
+# minutes to build each warm start on an idle 2-core machine (measured: detour 58 s from a fresh clone;
+# household and shop about 4 minutes)
+WARM_START_MINUTES = {"detour": 1, "household": 4, "shop": 4}
+
+
 def ensure_warm_starts(profile: str, write=print) -> None:
     """Build the warm-started default policies the profile's notebooks load, here, with the warm start's
     progress bar in the terminal - not silently inside the first notebook (minutes on a fresh cache)."""
@@ -128,8 +133,8 @@ def ensure_warm_starts(profile: str, write=print) -> None:
         path = default_policy_path(env)
         if not path.is_dir():
             write(
-                f"building the warm-started default {env} policy once (about 4 minutes on an idle 2-core "
-                f"machine, longer on a busy one; cached in {path.parent}) ..."
+                f"building the warm-started default {env} policy once (about {WARM_START_MINUTES.get(env, 4)} "
+                f"min on an idle 2-core machine, several times that on a busy one; cached in {path.parent}) ..."
             )
             t0 = time.perf_counter()
             build_default(env)

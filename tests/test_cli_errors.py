@@ -149,22 +149,10 @@ def test_a_bad_temperature_is_one_line(tmp_path, capsys, no_trainer, value):
 
 # --- runs on disk: --checkpoint-every 0, --resume ----------------------------------------------------
 def small(tmp_path, **kw) -> TrainConfig:
-    base = dict(
-        env="household",
-        name="r",
-        iterations=1,
-        tasks_per_iter=2,
-        group_size=2,
-        max_steps=3,
-        temperature=20.0,
-        eval_every=0,
-        checkpoint_every=1,
-        out_dir=str(tmp_path),
-        progress=False,
-        lr=1e-3,
-        micro_batch=8,
-    )
-    return TrainConfig(**{**base, **kw})
+    """test_trainer's small run, one iteration of 3 steps, named r."""
+    from test_trainer import small as trainer_small
+
+    return trainer_small(tmp_path, **{"name": "r", "iterations": 1, "max_steps": 3, **kw})
 
 
 def train(cfg: TrainConfig) -> Trainer:
