@@ -381,30 +381,3 @@ def steps_to_level(run: Run, level: float, key: str = "rollout/success", window:
         if sum(r[key] for r in recent) / len(recent) >= level:
             return rows[i]["rollout/env_steps"]
     return None
-
-
-# Moved to rspo.experiments (profiles, grids, training runs): still importable from here, so that
-# code written against the earlier layout keeps working; new code imports them from rspo.experiments.
-_MOVED = {
-    "LAB",
-    "TRAIN_PROFILES",
-    "run_config",
-    "grid_configs",
-    "ablation_configs",
-    "EVAL_KEYS",
-    "EVAL_KEYS_IF_SET",
-    "weights_fingerprint",
-    "initial_eval",
-    "finished_run",
-    "ensure_run",
-    "train_runs",
-    "gather_runs",
-}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import rspo.experiments  # lazily: experiments imports this module
-
-        return getattr(rspo.experiments, name)
-    raise AttributeError(f"module 'rspo.analysis' has no attribute {name!r}")

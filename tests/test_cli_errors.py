@@ -187,7 +187,7 @@ def test_resume_of_a_missing_run_is_an_error_unless_asked_to_start_it(tmp_path, 
         f"cannot resume {tmp_path / 'nothere'}: no such run folder; drop --resume to start this run" in line
     )
     assert not (tmp_path / "nothere").exists()
-    # the library's resume=True (rspo.analysis.ensure_run, benchmarks/kill_test.py) still starts it
+    # the library's resume=True (rspo.experiments.ensure_run, benchmarks/kill_test.py) still starts it
     check_run_dir(small(tmp_path, name="nothere", resume=True))
     with pytest.raises(ValueError, match="no such run folder"):
         check_run_dir(small(tmp_path, name="nothere", resume=True), must_exist=True)
