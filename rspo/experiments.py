@@ -142,9 +142,8 @@ def ablation_configs(profile: str, out_dir, envs, ablations, seeds, **overrides)
 # per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
 # parameters its parameters cell declares. "profile" names the training scale (TRAIN_PROFILES above).
 BASE_ALGOS = ["grpo", "ppo", "gigpo"]
-CPU_ABLATIONS = [
-    {"swap_variant": "mixed"},
-    {"swap_variant": "schedule"},
+SWAP_VARIANTS = [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]
+CPU_ABLATIONS = SWAP_VARIANTS + [
     {"swap_lambda": 0.5},
     {"swap_lambda": 2.0},
     {"swap_c": 2.0},
@@ -175,27 +174,19 @@ PROFILES: dict[str, dict[str, dict]] = {
         "01_environments_and_rewards": {"episodes_per_env": 200},
         "05_analysis": {"ablations": CPU_ABLATIONS},
     },
-    "gpu": {
-        "*": {
-            "profile": "gpu",
-            "interactive": False,
-            "envs": ["household", "shop"],
-            "algos": BASE_ALGOS,
-            "seeds": [0, 1, 2],
-        },
-        "00_quickstart": {"env_name": "shop"},
-        "01_environments_and_rewards": {"episodes_per_env": 200},
-        "05_analysis": {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]},
-    },
 }
 # training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
 # uses one thread in these profiles; the gpu profile trains one run at a time)
 TRAIN_WORKERS = {"quick": 2, "smoke": 2, "cpu": 2}
+# the gpu profile: the cpu profile's notebooks and table on a GPU, with the two swap variants as ablations
+PROFILES["gpu"] = {nb: dict(values) for nb, values in PROFILES["cpu"].items()}
+PROFILES["gpu"]["*"]["profile"] = "gpu"
+PROFILES["gpu"]["05_analysis"] = {"ablations": SWAP_VARIANTS}
 # the quick profile's notebooks at the smoke training scale (2 iterations), with two ablations so that
 # notebook 05's ablation path runs too: the pipeline in about 3 minutes, for the test suite
 PROFILES["smoke"] = {nb: dict(values) for nb, values in PROFILES["quick"].items()}
 PROFILES["smoke"]["*"].update(profile="smoke", exercises="solutions")  # every exercise's check must pass
-PROFILES["smoke"]["05_analysis"] = {"ablations": [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]}
+PROFILES["smoke"]["05_analysis"] = {"ablations": SWAP_VARIANTS}
 # where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
 SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 # the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
