@@ -12,7 +12,10 @@ Every function here takes ``interactive``:
 - ``interactive=None`` (the default) decides automatically: widgets only when ipywidgets is importable
   *and* the code runs inside a live IPython kernel (``IPython.get_ipython()`` has a ``kernel``).
   A papermill run also has a kernel, so the notebooks do not rely on this: they pass their
-  ``interactive`` parameter (``False`` by default) explicitly.
+  ``interactive`` parameter (``None`` by default; ``rspo reproduce`` sets it to ``False``) explicitly.
+
+The same parameter switches progress bars (:func:`progress_bars`): live in JupyterLab and a terminal,
+off in a headless run, whose saved notebook would keep a bar's first frame ("0%") for good.
 
 The widget objects can be built without a display (in tests, in a plain interpreter); button clicks
 can be simulated with ``button.click()`` and slider or dropdown values set programmatically. The
@@ -29,11 +32,20 @@ True
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EpisodeState", "advantage_knobs", "live_kernel", "play_episode", "use_widgets"]
+__all__ = [
+    "EpisodeState",
+    "advantage_knobs",
+    "knob_settings",
+    "live_kernel",
+    "play_episode",
+    "progress_bars",
+    "use_widgets",
+]
 
 _INSTALL_HINT = (
     "the interactive widgets need ipywidgets: pip install ipywidgets "
@@ -77,15 +89,64 @@ def use_widgets(interactive: bool | None) -> bool:
     return False
 
 
+# --- progress bars --------------------------------------------------------------------------------
+_TQDM: Any = None  # tqdm.auto's own class, kept while progress_bars(False) has replaced it
+_HUB_OFF = [False]  # huggingface_hub's bars turned off by progress_bars(False)
+
+
+def progress_bars(show: bool | None) -> None:
+    """Progress bars on (``None`` or ``True``: JupyterLab, a terminal) or off (``False``: a headless run)
+    for the rest of this process.
+
+    A headless run (papermill, ``rspo reproduce``) keeps a notebook progress bar as the first frame
+    it displayed — "0%", for good — so the notebooks call ``progress_bars(interactive)`` with their
+    ``interactive`` parameter, which ``rspo reproduce`` sets to False. Off means: every bar made with
+    ``tqdm.auto`` (the warm start's, training's, and Hugging Face transformers' "Loading weights" and
+    "Writing model shards", which go through it) and huggingface_hub's download bars are disabled.
+    """
+    global _TQDM
+    import tqdm.auto
+
+    if _TQDM is None:
+        _TQDM = tqdm.auto.tqdm
+    if show is False:
+
+        class QuietTqdm(_TQDM):
+            def __init__(self, *args, **kwargs):
+                kwargs["disable"] = True
+                super().__init__(*args, **kwargs)
+
+        tqdm.auto.tqdm = QuietTqdm
+    else:
+        tqdm.auto.tqdm = _TQDM
+    if (show is False) == _HUB_OFF[0]:
+        return
+    try:
+        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+    except ImportError:
+        return
+    (disable_progress_bars if show is False else enable_progress_bars)()  # only undoes what it did
+    _HUB_OFF[0] = show is False
+
+
 # --- playing an episode ---------------------------------------------------------------------------
-def _step_line(
-    action: str, obs: str, reward: float, info: dict[str, Any], obs_chars: int | None = 120
-) -> str:
-    """The text of one step: the action, the observation (cut to ``obs_chars``), the rewards and progress."""
-    shown = obs if obs_chars is None else obs[:obs_chars]
+def _wrap(text: str, width: int | None, indent: str = "  ") -> str:
+    """``text`` indented, its lines wrapped at ``width`` characters between words (None: not wrapped)."""
+    if width is None:
+        return textwrap.indent(text, indent)
+    return "\n".join(
+        textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+        or indent
+        for line in text.splitlines() or [""]
+    )
+
+
+def _step_line(action: str, obs: str, reward: float, info: dict[str, Any], width: int | None = 100) -> str:
+    """The text of one step: the action, the whole observation (wrapped at ``width`` characters between
+    words, None: as it is), the rewards (the environment's units: a success pays 1.0) and progress."""
     invalid = "" if info.get("valid", True) else "  (invalid action)"
     return (
-        f"> {action}{invalid}\n  {shown}\n"
+        f"> {action}{invalid}\n{_wrap(obs, width)}\n"
         f"  outcome {reward}  process {info['process_reward']:.2f}  progress {info['progress']:.2f}"
     )
 
@@ -112,7 +173,7 @@ class EpisodeState:
     def won(self) -> bool:
         return bool(self.info.get("won", False))
 
-    def step(self, action: str, obs_chars: int | None = 120) -> str:
+    def step(self, action: str, width: int | None = 100) -> str:
         """Take ``action``; update the totals; return (and record) the step's text."""
         if self.done:
             raise RuntimeError("the episode has ended")
@@ -125,7 +186,7 @@ class EpisodeState:
             not (terminated or truncated) and self.max_steps is not None and self.steps >= self.max_steps
         )
         self.done = bool(terminated or truncated or self.stopped)
-        line = _step_line(action, obs, reward, info, obs_chars)
+        line = _step_line(action, obs, reward, info, width)
         self.lines.append(line)
         return line
 
@@ -196,7 +257,7 @@ def play_episode(
     def on_click(_button=None) -> None:
         if state.done or choice.value is None:
             return
-        log.append_stdout(state.step(choice.value, obs_chars=None) + "\n")
+        log.append_stdout(state.step(choice.value) + "\n")
         if state.done:
             button.disabled = True
             choice.disabled = True
@@ -215,6 +276,24 @@ def play_episode(
 
 
 # --- the advantage knobs of notebook 02 ------------------------------------------------------------
+GAMMA_SLIDER = (0.5, 1.0, 0.05)  # min, max, step of the γ slider
+OMEGA_SLIDER = (0.0, 2.0, 0.25)  # min, max, step of the ω slider
+ADV_NORMS = ("std", "none")  # the normalisation dropdown
+
+
+def _positions(lo: float, hi: float, step: float) -> list[float]:
+    return [round(lo + k * step, 6) for k in range(round((hi - lo) / step) + 1)]
+
+
+def knob_settings() -> list[tuple[float, float, str]]:
+    """Every (γ, ω, adv_norm) the knobs of :func:`advantage_knobs` can be set to: 11 x 9 x 2 settings.
+    :func:`rspo.plots.knob_heatmaps` fixes its colour ranges over them, so they do not move with the
+    sliders."""
+    return [
+        (g, o, n) for n in ADV_NORMS for g in _positions(*GAMMA_SLIDER) for o in _positions(*OMEGA_SLIDER)
+    ]
+
+
 def _show(fig) -> None:
     if hasattr(fig, "show"):
         fig.show()
@@ -246,10 +325,11 @@ def advantage_knobs(
         return [figure_fn(g, o, n) for g, o, n in headless_settings]
 
     w = _import_widgets()
+    (g_lo, g_hi, g_step), (o_lo, o_hi, o_step) = GAMMA_SLIDER, OMEGA_SLIDER
     controls = {
-        "gamma": w.FloatSlider(value=gamma, min=0.5, max=1.0, step=0.05, description="gamma"),
-        "omega": w.FloatSlider(value=omega, min=0.0, max=2.0, step=0.25, description="omega"),
-        "adv_norm": w.Dropdown(options=["std", "none"], value=adv_norm, description="adv_norm"),
+        "gamma": w.FloatSlider(value=gamma, min=g_lo, max=g_hi, step=g_step, description="gamma"),
+        "omega": w.FloatSlider(value=omega, min=o_lo, max=o_hi, step=o_step, description="omega"),
+        "adv_norm": w.Dropdown(options=list(ADV_NORMS), value=adv_norm, description="adv_norm"),
     }
     output = w.Output()
 
@@ -257,7 +337,10 @@ def advantage_knobs(
     box.controls, box.output, box.figure = controls, output, None
 
     def redraw(_change=None) -> None:
-        box.figure = figure_fn(controls["gamma"].value, controls["omega"].value, controls["adv_norm"].value)
+        gamma, omega = (
+            round(controls[k].value, 6) for k in ("gamma", "omega")
+        )  # 0.7, not 0.7000000000000001
+        box.figure = figure_fn(gamma, omega, controls["adv_norm"].value)
         if live_kernel():  # outside a kernel nothing can show it (and plotly's show() would open a browser)
             output.clear_output(wait=True)
             with output:

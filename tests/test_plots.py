@@ -46,3 +46,207 @@ def test_nine_learning_curves_get_nine_colours():
     from rspo.plots import PALETTE
 
     assert len(set(PALETTE[:9])) == 9  # 3 algos x 3 reward modes in one figure, no colour repeated
+
+
+# --- what a student can read: the properties every figure keeps -------------------------------------
+def _axis_titles(fig) -> dict[str, str]:
+    """Title text of every axis a trace is drawn on, e.g. {"xaxis": "turn (from 1)", "yaxis2": ""}."""
+    names = set()
+    for trace in fig.data:
+        for ref in (getattr(trace, "xaxis", None) or "x", getattr(trace, "yaxis", None) or "y"):
+            names.add(f"{ref[0]}axis{ref[1:]}")
+    return {n: fig.layout[n].title.text or "" for n in sorted(names)}
+
+
+def _every_axis_titled(fig) -> None:
+    titles = _axis_titles(fig)
+    assert titles and all(titles.values()), f"untitled axes: {titles}"
+
+
+def _integer_ticks(axis) -> bool:
+    return (
+        axis.tickformat == "d"
+        and axis.tickmode == "linear"
+        and isinstance(axis.dtick, int)
+        and axis.dtick >= 1
+    )
+
+
+def fake_run(reward="outcome", seed=0, env="detour", algo="grpo", success=(0.0, 0.1, 0.3), **extra):
+    from pathlib import Path
+
+    from rspo.analysis import Run
+    from rspo.config import TrainConfig
+
+    cfg = TrainConfig(env=env, algo=algo, reward=reward, seed=seed, iterations=len(success) - 1)
+    rows = []
+    for it, s in enumerate(success):
+        row = {"iteration": it, "eval/success": s}
+        if it:
+            row.update(
+                {"rollout/success": s, "rollout/env_steps": 100 * it, "rollout/distinct_successes": it}
+            )
+            if reward == "rspo":
+                row.update(
+                    {
+                        "rollout/env_steps": 200 * it,
+                        "explorer/success": s / 2,
+                        "explorer/distinct_successes": 2 * it,
+                        "buffer/age_mean": it / 2,
+                        "swap/turns": 0 if it == 1 else 10,
+                        "swap/is_ratio_mean": 1.0,
+                        "swap/truncated_frac": 0.1,
+                    }
+                )
+            row.update(extra)
+        rows.append(row)
+    return Run(Path("."), cfg, rows)
+
+
+def test_advantage_heatmaps_per_panel_symmetric_scales_turns_from_1_and_room_for_titles(group):
+    n = sum(len(ep) for ep in group)
+    small, large = [0.01 * ((-1) ** k) * k for k in range(n)], [10.0 * k for k in range(n)]
+    for names in (["GRPO", "GiGPO"], ["GRPO", "RLOO", "turn-level", "GiGPO", "GAE"]):
+        adv = {name: small if k % 2 == 0 else large for k, name in enumerate(names)}
+        fig = plots.advantage_heatmaps(group, adv)
+        _every_axis_titled(fig)
+        for trace, name in zip(fig.data, names, strict=True):
+            peak = max(abs(v) for v in adv[name])
+            assert trace.zmin == -trace.zmax == -peak  # symmetric, this panel's own range
+            assert list(trace.x)[0] == 1 and trace.showscale is not False  # turns from 1, a colour bar each
+        assert fig.data[0].zmax < 1 < fig.data[1].zmax  # GRPO is not washed out by a larger neighbour
+        assert all(_integer_ticks(fig.layout[a]) for a in _axis_titles(fig) if a.startswith("x"))
+        # no subplot title sits on the tick labels or the x title of the panel above: >= 80 px between
+        plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        domains = [fig.layout["yaxis" if i == 1 else f"yaxis{i}"].domain for i in range(1, len(names) + 1)]
+        for above, below in zip(domains, domains[1:], strict=False):
+            assert (above[0] - below[1]) * plot_px >= 80
+        bars = [t.colorbar for t in fig.data]
+        assert len({round(b.y, 6) for b in bars}) == len(names)  # each colour bar beside its own panel
+    fixed = plots.advantage_heatmaps(group, {"a": small}, zmax={"a": 5.0})
+    assert (fixed.data[0].zmin, fixed.data[0].zmax) == (-5.0, 5.0)
+
+
+def test_knob_heatmaps_hold_each_panels_range_fixed_while_the_sliders_move(group):
+    from rspo import widgets
+    from rspo.config import TrainConfig
+    from rspo.rewards import RewardSpec, compute_rewards
+    from rspo.update import build_batch
+
+    rewards = compute_rewards("outcome", group, RewardSpec())
+
+    def advantages(gamma, omega, adv_norm):
+        out = {}
+        for algo, name in (("grpo", "GRPO"), ("gigpo", "GiGPO")):
+            cfg = TrainConfig(env="household", algo=algo, gamma=gamma, omega=omega, adv_norm=adv_norm)
+            out[name] = build_batch(group, rewards, cfg).adv.tolist()
+        return out
+
+    figure_fn = plots.knob_heatmaps(group, advantages, widgets.knob_settings(), title="knobs")
+    seen = {}
+    for gamma, omega, norm in [(0.95, 1.0, "std"), (0.6, 1.0, "std"), (0.5, 2.0, "std"), (1.0, 0.0, "std"),
+                               (0.95, 1.0, "none"), (0.7, 0.25, "none")]:  # fmt: skip
+        fig = figure_fn(gamma, omega, norm)
+        _every_axis_titled(fig)
+        assert [a.text for a in fig.layout.annotations[:2]] == ["GRPO", "GiGPO"]  # panel titles stay put
+        ranges = tuple((t.zmin, t.zmax) for t in fig.data)
+        assert all(lo == -hi > -1e9 for lo, hi in ranges)
+        for t in fig.data:  # the fixed range holds every value of this setting
+            assert max(abs(v) for row in t.z for v in row if v is not None) <= t.zmax + 1e-9
+        seen.setdefault(norm, set()).add(ranges)
+    assert all(len(r) == 1 for r in seen.values()), seen  # slider moves leave the colour ranges alone
+    assert seen["std"] != seen["none"]  # per normalisation: "none" is in reward units
+
+
+def test_learning_curves_integer_iterations_seed_counts_and_coinciding_curves_made_visible():
+    runs = [fake_run("outcome", s) for s in (0, 1)] + [fake_run("dense", s) for s in (0, 1)]
+    runs += [fake_run("rspo", 0, success=(0.0, 0.2, 0.6))]
+    fig = plots.learning_curves(runs, key="eval/success", x="iteration")
+    _every_axis_titled(fig)
+    assert _integer_ticks(fig.layout.xaxis)
+    lines = [t for t in fig.data if t.fill != "toself"]
+    names = [t.name for t in lines]
+    # outcome and dense coincide: one line, one legend entry naming both; RSPO: its own, "(1 seed)"
+    assert names == ["detour grpo dense = detour grpo outcome (2 seeds each)", "detour grpo rspo (1 seed)"]
+    assert not any("1 seeds" in t.name for t in fig.data)
+    assert len({(t.line.color, t.line.dash, t.marker.symbol) for t in lines}) == len(lines)
+    # distinct curves: one entry each, with the seed count; a band (grouped with its line) per 2+ seeds
+    runs[2] = fake_run("dense", 0, success=(0.0, 0.5, 0.5))
+    fig = plots.learning_curves(runs, key="rollout/success", x="env_steps")
+    lines = [t for t in fig.data if t.fill != "toself"]
+    bands = [t for t in fig.data if t.fill == "toself"]
+    assert [t.name for t in lines] == [
+        "detour grpo dense (2 seeds)",
+        "detour grpo outcome (2 seeds)",
+        "detour grpo rspo (1 seed)",
+    ]
+    assert len(bands) == 1 and bands[0].legendgroup == lines[0].legendgroup and "2 seeds" in bands[0].name
+    assert len({(t.line.dash, t.marker.symbol) for t in lines}) == 3  # told apart where they overlap
+    assert fig.layout.yaxis.title.text == "rollout success (%)"
+    _every_axis_titled(fig)
+    many = [fake_run("outcome", 0, success=tuple(0.01 * k for k in range(31)))]
+    axis = plots.learning_curves(many, x="iteration").layout.xaxis
+    assert _integer_ticks(axis) and 30 / axis.dtick <= 10
+
+
+def test_rspo_figures_learner_and_explorer_apart_integer_iterations_every_axis_titled():
+    runs = [fake_run("rspo", 0), fake_run("rspo", 0, algo="gigpo", success=(0.0, 0.4, 0.5))]
+    fig = plots.learner_vs_explorer(runs)
+    _every_axis_titled(fig)
+    assert _integer_ticks(fig.layout.xaxis)
+    learner = [t for t in fig.data if t.name.endswith("learner")]
+    explorer = [t for t in fig.data if t.name.endswith("explorer")]
+    assert len(learner) == len(explorer) == 2
+    assert {t.line.color for t in learner}.isdisjoint({t.line.color for t in explorer})
+    assert len({t.marker.symbol for t in learner}) == 2  # the two runs told apart
+    fig = plots.buffer_statistics(runs)
+    _every_axis_titled(fig)
+    axes = _axis_titles(fig)
+    assert len(axes) == 6 and all(_integer_ticks(fig.layout[a]) for a in axes if a.startswith("x"))
+    assert [t.name for t in fig.data if t.showlegend] == ["detour grpo", "detour gigpo"]
+    ratio = next(t for t in fig.data if t.xaxis == "x2")
+    assert ratio.y[0] is None and ratio.y[1] == 1.0  # undefined where no replayed turn was trained on
+
+
+def test_importance_weights_on_the_whole_range_and_an_empty_iteration_said():
+    fig = plots.importance_weights([0.9999982, 1.0, 0.99999], c=1.0)
+    _every_axis_titled(fig)
+    assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis.range[1] > 1.0
+    assert fig.layout.xaxis.tickformat == ".2f" and fig.data[0].xbins.start == 0
+    empty = plots.importance_weights([], c=2.0)
+    assert any("no replayed" in a.text for a in empty.layout.annotations)
+
+
+def test_behaviour_coverage_learner_and_explorer_in_two_colours():
+    runs = [fake_run("outcome"), fake_run("rspo")]
+    rows = plots.coverage(runs)
+    assert [(r["run"], r["role"], r["found"]) for r in rows] == [
+        ("detour grpo outcome", "learner", 2),
+        ("detour grpo rspo", "learner", 2),
+        ("detour grpo rspo", "explorer", 4),
+    ]
+    assert rows[0]["per_1000"] == pytest.approx(1000 * 2 / 200)
+    fig = plots.behaviour_coverage(rows)
+    _every_axis_titled(fig)
+    assert len(fig.data) == 2 and fig.data[0].marker.color != fig.data[1].marker.color
+    assert [t.name.split()[0] for t in fig.data] == ["learner", "explorer"]
+
+
+def test_notebook_01_figures_turns_from_1_units_and_every_axis_titled(group):
+    fig = plots.reward_trajectory(group[0])
+    _every_axis_titled(fig)
+    assert "1.0" in fig.layout.yaxis.title.text and "from 1" in fig.layout.xaxis.title.text
+    study = {"household": ([0.5, 1.0, 2.0], [True, False, False]), "shop": ([0.1, 0.2], [False, True])}
+    fig = plots.process_return_by_outcome(study, 1.0)
+    _every_axis_titled(fig)
+    assert [t.name for t in fig.data] == ["won (1)", "lost (2)", "won (1)", "lost (1)"]
+
+
+def test_a_table_is_html_in_jupyterlab_and_aligned_text_without_pipes():
+    t = plots.table(["env", "final %"], [["detour", "100.0 ± 0.0"], ["shop", None]], caption="results")
+    html = t._repr_html_()
+    assert html.startswith("<table>") and "<th>final %</th>" in html and "<td>100.0 ± 0.0</td>" in html
+    text = repr(t)
+    assert "|" not in text and text.splitlines()[1].startswith("env") and "detour  100.0" in text
+    assert t.markdown().startswith("| env | final % |")
+    assert "&lt;b&gt;" in plots.table(["<b>"], [])._repr_html_()  # cells are escaped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 
 import pytest
@@ -15,13 +16,18 @@ def env():
     return rspo.envs.make("household", split="valid_seen")
 
 
-def test_step_line_formats_one_step():
+def test_step_line_wraps_the_whole_observation_between_words():
     info = {"process_reward": 0.5, "progress": 0.25, "valid": True}
-    line = widgets._step_line("go to desk 1", "x" * 300, 0.0, info)
-    assert line.startswith("> go to desk 1\n  " + "x" * 120 + "\n")
-    assert "x" * 121 not in line and line.endswith("outcome 0.0  process 0.50  progress 0.25")
+    obs = "On the sidetable 1, you see a keychain 2, a creditcard 1 and a pencil 3. " * 6
+    line = widgets._step_line("go to desk 1", obs, 0.0, info)
+    first, *body, last = line.splitlines()
+    assert first == "> go to desk 1" and last == "  outcome 0.0  process 0.50  progress 0.25"
+    assert len(body) > 1 and all(b.startswith("  ") and len(b) <= 100 for b in body)
+    assert " ".join(b.strip() for b in body) == obs.strip()  # nothing cut, no word split
     assert "(invalid action)" in widgets._step_line("fly", "Nothing happens.", 0.0, {**info, "valid": False})
-    assert "x" * 300 in widgets._step_line("a", "x" * 300, 0.0, info, obs_chars=None)
+    assert "x" * 300 in widgets._step_line("a", "x" * 300, 0.0, info, width=None)
+    two = widgets._step_line("look", "line one\nline two", 0.0, info)
+    assert "\n  line one\n  line two\n" in two  # the observation's own lines are kept
 
 
 def test_headless_play_of_the_expert_wins_and_prints_one_text_per_step(env):
@@ -97,6 +103,40 @@ def recorder():
         return FakeFigure((gamma, omega, adv_norm))
 
     return figure_fn, calls
+
+
+def test_knob_settings_are_every_slider_position():
+    settings = widgets.knob_settings()
+    assert len(settings) == 11 * 9 * 2 == len(set(settings))
+    assert (0.95, 1.0, "std") in settings and (0.7, 0.25, "none") in settings  # rounded: 0.7, not 0.700..01
+    box = widgets.advantage_knobs(recorder()[0], interactive=True)
+    gamma, omega = box.controls["gamma"], box.controls["omega"]
+    assert {g for g, _, _ in settings} == {round(gamma.min + k * gamma.step, 6) for k in range(11)}
+    assert max(o for _, o, _ in settings) == omega.max and set(box.controls["adv_norm"].options) == {
+        "std",
+        "none",
+    }
+
+
+def test_progress_bars_off_for_a_headless_run_and_back_on():
+    import tqdm.auto
+
+    original = tqdm.auto.tqdm
+    try:
+        widgets.progress_bars(False)
+        bar = tqdm.auto.tqdm(total=3, desc="warm start")
+        assert bar.disable and isinstance(bar, original)
+        bar.close()
+        hf_logging = pytest.importorskip("transformers.utils.logging")
+        assert hf_logging.tqdm(total=2, desc="Loading weights").disable  # transformers' bars go through it
+        widgets.progress_bars(None)
+        assert tqdm.auto.tqdm is original
+        live = tqdm.auto.tqdm(total=3, disable=False, file=io.StringIO())
+        assert not live.disable
+        live.close()
+    finally:
+        widgets.progress_bars(True)
+    assert tqdm.auto.tqdm is original
 
 
 def test_advantage_knobs_headless_returns_one_figure_per_setting():
