@@ -33,9 +33,9 @@ import inspect
 
 import torch
 
+from rspo.registry import EPISODE_STATS, ESTIMATORS, NORMALIZE
+
 F64 = torch.float64
-NORMALIZE = ("std", "none")
-EPISODE_STATS = ("trajectory", "turn")
 
 
 def _choice(kind: str, value: str, choices) -> None:
@@ -394,22 +394,21 @@ def gae(
     return a.to(out), (a + v.to(F64)).to(out)
 
 
-ESTIMATORS = {"grpo": grpo, "rloo": rloo, "turn_level": turn_level, "gigpo": gigpo, "gae": gae}
+# ESTIMATORS (rspo.registry) names each estimator above, the algo that trains with it, the TrainConfig
+# fields it takes and whether it needs a critic: a new estimator is a function here and an entry there
 BATCH_FIELDS = tuple(
     "task_ids traj_ids step_rewards episode_returns anchor_ids values dones bootstrap_values".split()
 )
 
 
 def compute_advantages(name: str, batch: dict, **options) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Run estimator ``name`` of :data:`ESTIMATORS` on a batch: ``-> (advantages (N,), returns (N,) | None)``.
+    """Run estimator ``name`` of :data:`rspo.registry.ESTIMATORS` on a batch: ``-> (advantages (N,), returns (N,) | None)``.
 
     ``batch`` maps :data:`BATCH_FIELDS` names to ``(N,)`` tensors; each estimator takes the fields its
     signature names and ignores the rest. ``options`` go to the estimator as keywords (unknown ones
     raise TypeError). ``returns`` are the value targets (``gae``) or None (critic-free estimators).
     """
-    if name not in ESTIMATORS:
-        raise ValueError(f"unknown advantage estimator {name!r}; choose one of: {', '.join(ESTIMATORS)}")
-    fn = ESTIMATORS[name]
+    fn = ESTIMATORS.entry(name).function
     params = inspect.signature(fn).parameters
     missing = [
         p for p, s in params.items() if p in BATCH_FIELDS and s.default is s.empty and batch.get(p) is None

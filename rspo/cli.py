@@ -132,9 +132,9 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per TrainConfig field (``--tasks-per-iter 8``, ``--lora/--no-lora``), help from its comment."""
     import dataclasses
 
-    from rspo.config import TrainConfig, field_docs
+    from rspo.config import TrainConfig, field_choices, field_docs
 
-    docs = field_docs()
+    docs, choices = field_docs(), field_choices()
     p.add_argument("--config", default=None, help="a JSON file of TrainConfig fields (flags override it)")
     for f in dataclasses.fields(TrainConfig):
         if f.name == "extra":
@@ -142,7 +142,8 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "str": str, "bool": bool}[str(f.type)]
         default = f.default
-        help_ = f"{docs.get(f.name, '')} (default: {default!r})"
+        named = f"; one of: {', '.join(choices[f.name])}" if f.name in choices else ""
+        help_ = f"{docs.get(f.name, '')} (default: {default!r}{named})"
         if kind is bool:
             p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_)
         else:

@@ -12,19 +12,40 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from rspo.envs import list_envs
+from rspo import envs, registry
+from rspo.registry import ACTION_MODES, EPISODE_STATS, LOSS_AGG, NORMALIZE
 
-ALGOS = ("grpo", "ppo", "gigpo", "rloo", "turn_level")
+# the environments and algorithms are their registries (rspo.envs.ENVS, rspo.registry.ESTIMATORS):
+# these tuples are their names at import; validation reads the registries themselves
+ENVS = tuple(envs.list_envs())
+ALGOS = registry.algorithms()
 REWARDS = ("outcome", "dense", "rspo")
 SWAP_VARIANTS = ("offpolicy", "mixed", "schedule")
 REPLAY_SELECT = ("uniform", "signal")
-ACTION_MODES = ("score", "generate")
-LOSS_AGG = ("trajectory", "turn", "token")
 NO_SIGNAL = ("keep", "skip", "resample")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16")
-ENVS = tuple(list_envs())  # the environment registry (rspo.envs) is the one list
-ALGO_ESTIMATOR = {"grpo": "grpo", "ppo": "gae", "gigpo": "gigpo", "rloo": "rloo", "turn_level": "turn_level"}
+SHOW_ADMISSIBLE = ("auto", "yes", "no")
+
+
+def field_choices() -> dict[str, tuple[str, ...]]:
+    """The allowed values of each string field with named choices; ``env`` and ``algo`` from the
+    registries as they are now (an entry added with ``Registry.temporary`` is a valid choice)."""
+    return {
+        "env": tuple(envs.list_envs()),
+        "algo": registry.algorithms(),
+        "reward": REWARDS,
+        "action_mode": ACTION_MODES,
+        "show_admissible": SHOW_ADMISSIBLE,
+        "no_signal": NO_SIGNAL,
+        "swap_variant": SWAP_VARIANTS,
+        "replay_select": REPLAY_SELECT,
+        "adv_norm": NORMALIZE,
+        "episode_stats": EPISODE_STATS,
+        "loss_agg": LOSS_AGG,
+        "device": DEVICES,
+        "precision": PRECISIONS,
+    }
 
 
 @dataclass
@@ -32,8 +53,8 @@ class TrainConfig:
     """A training run. Defaults are the CPU default: the tiny warm-started model, score mode."""
 
     # what to train
-    env: str = "household"  # environment: household | shop | detour (the credit-assignment lab)
-    algo: str = "grpo"  # grpo | ppo (value head + turn-level GAE) | gigpo | rloo | turn_level
+    env: str = "household"  # environment, an entry of rspo.envs.ENVS (detour: the credit-assignment lab)
+    algo: str = "grpo"  # one per estimator of rspo.registry.ESTIMATORS (ppo: value head + GAE)
     reward: str = "outcome"  # outcome (sparse, the true objective) | dense (process + outcome) | rspo
     seed: int = 0  # seeds tasks, sampling, init; same seed + same machine -> same metrics
     name: str = ""  # run name; "" -> "<env>-<algo>-<reward>-s<seed>"
@@ -102,22 +123,7 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)  # free-form notes saved with the run (not read by the trainer)
 
     def __post_init__(self):
-        choices = {
-            "env": ENVS,
-            "algo": ALGOS,
-            "reward": REWARDS,
-            "action_mode": ACTION_MODES,
-            "show_admissible": ("auto", "yes", "no"),
-            "no_signal": NO_SIGNAL,
-            "swap_variant": SWAP_VARIANTS,
-            "replay_select": REPLAY_SELECT,
-            "adv_norm": ("std", "none"),
-            "episode_stats": ("trajectory", "turn"),
-            "loss_agg": LOSS_AGG,
-            "device": DEVICES,
-            "precision": PRECISIONS,
-        }
-        for key, allowed in choices.items():
+        for key, allowed in field_choices().items():
             if getattr(self, key) not in allowed:
                 raise ValueError(
                     f"TrainConfig.{key}={getattr(self, key)!r}; choose one of: {', '.join(allowed)}"
@@ -138,7 +144,7 @@ class TrainConfig:
                 f"TrainConfig.name must be one folder name inside out_dir (no '/', '\\', '.' or '..'), "
                 f"got {self.name!r}"
             )
-        if self.group_size == 1 and self.estimator != "gae":  # GAE's baseline is a value head
+        if self.group_size == 1 and not self.critic:  # a critic's baseline is its value head
             raise ValueError(
                 f"TrainConfig.group_size=1 with algo={self.algo!r}: its advantages compare the copies of a "
                 "task with each other, so a group of one trains nothing; use group_size >= 2 (or algo='ppo')"
@@ -157,9 +163,7 @@ class TrainConfig:
             if getattr(self, key) < 1:
                 raise ValueError(f"TrainConfig.{key} must be >= 1, got {getattr(self, key)}")
         if self.history == -1:  # the environment's, as its warm start was trained
-            import rspo.envs
-
-            self.history = rspo.envs.env_class(self.env).default_history
+            self.history = envs.spec(self.env).history
         for key in (
             "history",
             "max_steps",
@@ -226,8 +230,13 @@ class TrainConfig:
 
     @property
     def estimator(self) -> str:
-        """The advantage estimator of ``algo`` (ppo -> gae)."""
-        return ALGO_ESTIMATOR[self.algo]
+        """The advantage estimator of ``algo`` (ppo -> gae), a name in :data:`rspo.registry.ESTIMATORS`."""
+        return registry.estimator_of(self.algo).name
+
+    @property
+    def critic(self) -> bool:
+        """``algo`` trains a value head (its estimator needs a critic: ppo)."""
+        return registry.estimator_of(self.algo).critic
 
     @property
     def run_dir(self) -> Path:

@@ -20,75 +20,56 @@ from pathlib import Path
 
 from rspo.analysis import Run, load_run
 from rspo.config import TrainConfig
+from rspo.envs.registry import ENVS, LAB
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# the credit-assignment lab's settings (issue 17, docs/lab/protocol.md): detour only; 8 tasks x 4
-# copies (a group of 8 let the outcome learner find its first successes at once: docs/lab/README.md),
-# lr 1e-3 (the tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
-LAB = dict(
-    iterations=30,
-    tasks_per_iter=8,
-    group_size=4,
-    lr=1e-3,
-    kl_coef=0.0,
-    micro_batch=64,
-    no_signal="skip",
-    threads=1,
-    eval_every=6,
-    eval_tasks=64,
-)
 # training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
-# per profile, settings for every environment ("common") and per environment, on top of TrainConfig's
-TRAIN_PROFILES: dict[str, dict[str, dict]] = {
+# per profile, settings for every environment ("common") on top of TrainConfig's, and each
+# environment's own on top of those - from its registry entry (rspo.envs.registry, EnvSpec.profiles)
+PROFILE_COMMON: dict[str, dict] = {
     # the whole story at small scale (make reproduce): the lab at the protocol's settings and its
     # misaligned m = 0.1 (docs/lab/protocol.md), where dense first finds successes faster and then
     # drifts to farming; household and shop at toy scale for the notebooks' env parameter
-    "quick": {
-        "common": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
-        "household": dict(max_steps=20, eval_tasks=32),
-        "shop": dict(eval_tasks=32),
-        "detour": dict(LAB, misalignment=0.1),
-    },
+    "quick": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
     # the CPU table: at most 15 minutes per run on a 2-core machine, two runs at a time. Sized by the
     # slowest combination, PPO + RSPO in household (two policies, PPO trains every turn): no KL term
     # (kl_coef 0, as DAPO and Dr. GRPO drop it; the other profiles keep 0.01), 4 replayed groups per
-    # RSPO update, household horizon 20 (the warm start's success: 10.2% against 10.9% at 30; the
-    # expert needs 9 steps on average, at most 20 on valid_seen) and 8 iterations. docs/results.md "Does every
-    # method learn?" has the measurements behind these choices and the previous profile's results.
-    "cpu": {
-        "common": dict(
-            tasks_per_iter=8, group_size=4, no_signal="skip", threads=1, kl_coef=0.0, replay_groups=4
-        ),
-        "household": dict(iterations=8, max_steps=20, eval_tasks=64),
-        "shop": dict(iterations=24, eval_tasks=128),
-    },
+    # RSPO update, household horizon 20 and 8 iterations. docs/results.md "Does every method learn?"
+    # has the measurements behind these choices and the previous profile's results.
+    "cpu": dict(tasks_per_iter=8, group_size=4, no_signal="skip", threads=1, kl_coef=0.0, replay_groups=4),
     # one GPU, a 0.5-1.5B instruct model with LoRA in generate mode (GiGPO's scale, fewer iterations)
-    "gpu": {
-        "common": dict(
-            model="Qwen/Qwen2.5-1.5B-Instruct",
-            lora=True,
-            action_mode="generate",
-            tasks_per_iter=16,
-            group_size=8,
-            iterations=60,
-            lr=1e-5,
-            micro_batch=8,
-            minibatch_turns=128,
-        ),
-        "household": dict(eval_tasks=128),
-        "shop": dict(eval_tasks=128),
-    },
-    # the credit-assignment lab (LAB above); m from --set misalignment=...
-    "lab": {"common": LAB, "detour": dict()},
+    "gpu": dict(
+        model="Qwen/Qwen2.5-1.5B-Instruct",
+        lora=True,
+        action_mode="generate",
+        tasks_per_iter=16,
+        group_size=8,
+        iterations=60,
+        lr=1e-5,
+        micro_batch=8,
+        minibatch_turns=128,
+    ),
+    # the credit-assignment lab (LAB, the detour entry's); m from --set misalignment=...
+    "lab": LAB,
     # seconds: for testing the scripts that run profiles
-    "smoke": {
-        "common": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
-        "household": dict(max_steps=6, eval_tasks=4),
-        "shop": dict(max_steps=4, eval_tasks=4),
-        "detour": dict(eval_tasks=8),
-    },
+    "smoke": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
 }
+
+
+def train_profiles() -> dict[str, dict[str, dict]]:
+    """Per profile, ``{"common": settings, <env>: settings}`` for every registered environment that
+    names the profile in its entry (``EnvSpec.profiles``)."""
+    return {
+        profile: {
+            "common": common,
+            **{env: spec.profiles[profile] for env, spec in ENVS.items() if profile in spec.profiles},
+        }
+        for profile, common in PROFILE_COMMON.items()
+    }
+
+
+TRAIN_PROFILES: dict[str, dict[str, dict]] = train_profiles()
 
 
 def run_config(
@@ -96,10 +77,10 @@ def run_config(
 ) -> TrainConfig:
     """The TrainConfig of one run at a profile's scale; evaluation before the first and after the last
     iteration; ``overrides`` last (ablations, sweeps)."""
-    if profile not in TRAIN_PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(TRAIN_PROFILES)}")
-    p = TRAIN_PROFILES[profile]
-    settings = {**p["common"], **p.get(env, {}), **overrides}
+    if profile not in PROFILE_COMMON:
+        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILE_COMMON)}")
+    spec = ENVS.get(env)  # an unknown env: TrainConfig names the choices
+    settings = {**PROFILE_COMMON[profile], **(spec.profiles.get(profile, {}) if spec else {}), **overrides}
     iterations = settings.get("iterations", TrainConfig.iterations)
     settings.setdefault("eval_every", iterations)
     settings.setdefault("checkpoint_every", max(1, iterations // 8))

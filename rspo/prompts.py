@@ -14,11 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-ENV_INTRO = {
-    "household": "You are an expert agent in a household. Your task is to: {task}",
-    "shop": "You are an expert agent shopping on a website. Your task is to: {task}",
-    "detour": "You explore a passage of rooms. Your task is to: {task}",
-}
+from rspo.envs.registry import ENVS, GENERIC_INTRO
+
 GENERATE_SUFFIX = (
     "Choose one admissible action. Reason briefly if you wish, then give the action inside "
     "<action></action> tags, e.g. <action>{example}</action>."
@@ -39,7 +36,7 @@ def build_prompt(
     """The text of the user message at one step.
 
     Args:
-        env_name: the environment (selects the one-line intro; unknown names get a generic one).
+        env_name: the environment (its registry entry's one-line ``intro``; unknown names get a generic one).
         task: the instruction (``info["task"]``).
         step: how many steps were already taken (0 at the first step).
         observation: the current observation.
@@ -49,7 +46,7 @@ def build_prompt(
         show_admissible: list the admissible actions (verl-agent does; costs tokens).
         action_mode: "generate" adds the ``<action>`` format instruction.
     """
-    intro = ENV_INTRO.get(env_name, "You are an expert agent. Your task is to: {task}").format(task=task)
+    intro = (ENVS[env_name].intro if env_name in ENVS else GENERIC_INTRO).format(task=task)
     parts = [intro]
     if history:
         lines = [f"Observation: {obs}\nAction: {act}" for obs, act in history]

@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 class WarmStartConfig:
     """How the default policy of one environment is warm-started (every field is part of the cache key).
 
-    :func:`default_config` gives the kit's choice per environment (:data:`DEFAULT_CONFIGS`).
+    :func:`default_config` gives the kit's choice per environment (its registry entry's ``warm_start``).
     """
 
     env: str = "household"  # environment whose train-split expert is imitated
@@ -72,9 +72,9 @@ class WarmStartConfig:
     def __post_init__(self):
         import rspo.envs
 
-        cls = rspo.envs.env_class(self.env)  # a clear error for an unknown environment
+        spec = rspo.envs.spec(self.env)  # a clear error for an unknown environment
         if self.history == -1:
-            self.history = cls.default_history
+            self.history = spec.history
         if self.n_demo_tasks < 1 or self.batch_size < 1 or self.max_prompt_tokens < 8 or self.history < 0:
             raise ValueError("n_demo_tasks and batch_size must be >= 1, history >= 0, max_prompt_tokens >= 8")
         if self.max_steps <= 0 and self.epochs <= 0:
@@ -86,38 +86,15 @@ class WarmStartConfig:
     def tokenizer_family(self) -> str:
         import rspo.envs
 
-        return rspo.envs.env_class(self.env).tokenizer_family
-
-
-# Chosen to land at 10-40 % greedy success in about 3-4 CPU minutes (measured: docs/training.md /
-# warmstart.json). Household: without the admissible list (prompts 180 instead of 310 tokens; the
-# candidates are scored anyway) the same steps reached a higher held-out accuracy. Shop: with it - the
-# product ids to click are copied from it.
-# Detour (the credit-assignment lab): imitation of *uniform play* - the model learns the action space,
-# calibrated to a near-uniform choice among the admissible actions, and none of the task, so RL starts
-# where undirected play succeeds in about 1% of episodes (the lab's sparsity). Every admissible action
-# of each visited state is a target (one sampled action per state left the model, in one of two
-# builds, unable to name the room's mechanism: 4-7% on it instead of 25%); the states are visited by
-# the expert mixed half and half with random moves, so that the last room is seen too (random play
-# alone almost never reaches it, and the model then put almost nothing on "open chest"). One step of
-# history and no admissible list keep its prompts near 100 tokens.
-DEFAULT_CONFIGS: dict[str, dict] = {
-    "household": dict(max_steps=1200, show_admissible=False),
-    "shop": dict(max_steps=500, show_admissible=True),
-    "detour": dict(
-        n_demo_tasks=500,
-        max_steps=600,
-        random_frac=0.5,
-        every_action=True,
-        show_admissible=False,
-        vocab_size=512,
-    ),
-}
+        return rspo.envs.spec(self.env).tokenizer_family
 
 
 def default_config(env: str) -> WarmStartConfig:
-    """The warm-start config the kit uses for ``env``."""
-    return WarmStartConfig(env=env, **DEFAULT_CONFIGS.get(env, {}))
+    """The warm-start config the kit uses for ``env``: its registry entry's (:mod:`rspo.envs.registry`:
+    ``show_admissible`` and ``warm_start``, chosen to land at 10-40 % greedy success in 3-4 CPU minutes)."""
+    import rspo.envs
+
+    return WarmStartConfig(env=env, **rspo.envs.spec(env).warm_start_fields())
 
 
 def prompt_settings(env: str, config: WarmStartConfig | None = None) -> dict:

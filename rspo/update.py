@@ -15,6 +15,7 @@ import torch
 from rspo.advantages import compute_advantages
 from rspo.losses import kl_k3, ppo_clip_loss, turn_weights
 from rspo.policies.base import TurnInput
+from rspo.registry import ESTIMATORS
 from rspo.rollout import Episode, Turn
 
 
@@ -116,8 +117,8 @@ def build_batch(
     episode_returns = torch.tensor([sum(rs) for rs in rewards for _ in rs], dtype=torch.float32)
     anchors: dict[str, int] = {}
     anchor_ids = torch.tensor([anchors.setdefault(t.anchor, len(anchors)) for t in turns], dtype=torch.long)
-    gae_values = None  # the critic's values, for GAE only: the given ones, else those stored at collection
-    if cfg.estimator == "gae":
+    gae_values = None  # the critic's values (GAE): the given ones, else those stored at collection
+    if cfg.critic:
         if values is None:
             values = [t.value if t.value is not None else 0.0 for t in turns]
         gae_values = torch.tensor(values, dtype=torch.float32)
@@ -129,15 +130,7 @@ def build_batch(
         anchor_ids=anchor_ids,
         values=gae_values,
     )
-    options = {
-        "grpo": dict(normalize=cfg.adv_norm, episode_stats=cfg.episode_stats),
-        "gigpo": dict(
-            gamma=cfg.gamma, omega=cfg.omega, normalize=cfg.adv_norm, episode_stats=cfg.episode_stats
-        ),
-        "turn_level": dict(gamma=cfg.gamma, normalize=cfg.adv_norm),
-        "rloo": {},
-        "gae": dict(gamma=cfg.gae_gamma, lam=cfg.gae_lambda),
-    }[cfg.estimator]
+    options = ESTIMATORS.entry(cfg.estimator).config_options(cfg)
     adv, returns = compute_advantages(cfg.estimator, fields, **options) if turns else (torch.zeros(0), None)
     # groups without signal: every advantage of the group is exactly zero
     no_signal: set[int] = set()
@@ -272,7 +265,7 @@ def ppo_update(
                 if i in ref:
                     batch.turns[i].ref_logprobs = ref[i]
                 ref[i] = batch.turns[i].ref_logprobs
-    ppo = cfg.estimator == "gae"
+    ppo = cfg.critic
     rng = random.Random(f"{cfg.seed}:update:{iteration}")
     steps, total_w = 0, 0.0
 

@@ -437,7 +437,9 @@ def test_registry_and_uniform_entry():
     assert torch.equal(adv, expect[0]) and torch.equal(targets, expect[1])
     adv, _ = A.compute_advantages("gigpo", batch, omega=0.0)
     assert torch.equal(adv, A.grpo(batch["task_ids"], batch["traj_ids"], batch["episode_returns"]))
-    with pytest.raises(ValueError, match="unknown advantage estimator 'ppo'; choose one of: grpo, rloo"):
+    with pytest.raises(
+        ValueError, match="unknown advantage estimator 'ppo'; choose one of: gae, gigpo, grpo"
+    ):
         A.compute_advantages("ppo", batch)
     with pytest.raises(ValueError, match="needs batch fields \\['values'\\]"):
         A.compute_advantages("gae", {k: v for k, v in batch.items() if k != "values"})

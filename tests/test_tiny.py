@@ -251,5 +251,5 @@ def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
         assert (
             sft.cache_key(cfg) == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
         )
-        changed = sft.WarmStartConfig(env=env, random_frac=0.5, **sft.DEFAULT_CONFIGS[env])
+        changed = sft.WarmStartConfig(env=env, random_frac=0.5, **rspo.envs.spec(env).warm_start_fields())
         assert sft.cache_key(changed) != sft.cache_key(cfg)

@@ -2,40 +2,37 @@
 
 >>> import rspo.envs
 >>> rspo.envs.list_envs()
-['household', 'shop']
+['detour', 'household', 'shop']
 >>> env = rspo.envs.make("household", split="valid_seen")
 >>> obs, info = env.reset(seed=0)
+
+The environments are the entries of :data:`ENVS` (:mod:`rspo.envs.registry`); their modules are
+imported on first use, so that ``import rspo.envs`` stays cheap.
 """
 
 from __future__ import annotations
 
-import importlib
+from rspo.envs.base import INFO_KEYS, TextEnv
+from rspo.envs.registry import ENVS, EnvSpec
 
-from rspo.envs.base import INFO_KEYS, TextEnv, choice_error
-
-# name -> "module:Class"; modules are imported on first use so that `import rspo.envs` stays cheap.
-_REGISTRY: dict[str, str] = {
-    "household": "rspo.envs.household:HouseholdEnv",
-    "shop": "rspo.envs.shop:ShopEnv",
-    "detour": "rspo.envs.detour:DetourEnv",
-}
-
-__all__ = ["INFO_KEYS", "TextEnv", "make", "list_envs", "env_class"]
+__all__ = ["ENVS", "INFO_KEYS", "EnvSpec", "TextEnv", "make", "list_envs", "env_class", "spec"]
 
 
 def list_envs() -> list[str]:
     """Names accepted by :func:`make`, sorted."""
-    return sorted(_REGISTRY)
+    return ENVS.names()
+
+
+def spec(name: str) -> EnvSpec:
+    """The registry entry of environment ``name`` (a ValueError naming the choices if there is none)."""
+    return ENVS.entry(name)
 
 
 def env_class(name: str) -> type[TextEnv]:
     """The environment class registered under ``name``."""
-    if name not in _REGISTRY:
-        raise choice_error("environment", name, list_envs())
-    module, cls = _REGISTRY[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return spec(name).cls
 
 
 def make(name: str, split: str = "train", **options) -> TextEnv:
     """Build environment ``name`` on ``split``; ``options`` go to its constructor (max_steps, misalignment, ...)."""
-    return env_class(name)(split=split, **options)
+    return spec(name).cls(split=split, **options)

@@ -42,6 +42,8 @@ import random
 from abc import ABC, abstractmethod
 from typing import Any
 
+from rspo.registry import choice_error  # noqa: F401 (re-exported: rspo.envs.base.choice_error)
+
 INFO_KEYS = (
     "task",
     "task_id",
@@ -55,15 +57,6 @@ INFO_KEYS = (
 )
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
-
-
-def choice_error(kind: str, value: object, choices) -> ValueError:
-    """A ValueError that names the valid choices, e.g. ``unknown split 'x'; choose one of: a, b``."""
-    choices = list(choices)
-    shown = ", ".join(map(str, choices[:12])) + (
-        f", ... ({len(choices)} in all)" if len(choices) > 12 else ""
-    )
-    return ValueError(f"unknown {kind} {value!r}; choose one of: {shown}")
 
 
 class TextEnv(ABC):
@@ -84,8 +77,6 @@ class TextEnv(ABC):
     eval_splits: tuple[str, ...] = ()  # the splits that evaluation reports (ALFWorld: valid_*; WebShop: test)
     default_max_steps: int = 50
     process_reward_doc: str = ""  # what earns process reward, how much, and how it can mislead
-    tokenizer_family: str = "default"  # environments of one family share the offline tokenizer
-    default_history: int = 2  # observation/action pairs in a prompt, for its warm start and for RL
 
     def __init__(self, split: str = "train", max_steps: int | None = None, misalignment: float = 0.0):
         if split not in self.splits:

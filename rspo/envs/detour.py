@@ -24,7 +24,7 @@ Splits: a task is a *layout* - the mechanism of each gate, the gates' and distra
 order of the admissible actions. ``train`` and ``test`` draw their gate-mechanism sequences from
 disjoint sets (a fixed fifth of all sequences is test-only), so no test layout occurs in train;
 every mechanism occurs at every position in train. Observations and prompts are short: with one step
-of history (``default_history``) and no admissible list a prompt is about 110 tokens with the lab's
+of history (its registry entry, :mod:`rspo.envs.registry`) and no admissible list a prompt is about 110 tokens with the lab's
 tokenizer.
 """
 
@@ -111,8 +111,6 @@ class DetourEnv(TextEnv):
     eval_splits = ("test",)
     default_max_steps = 12
     process_reward_doc = PROCESS_REWARD_DOC
-    tokenizer_family = "detour"  # its own small tokenizer: short prompts, a small output layer
-    default_history = 1  # the state is in the observation; one pair keeps prompts near 110 tokens
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-ACTION_MODES = ("score", "generate")
+from rspo.registry import ACTION_MODES  # noqa: F401 (re-exported: rspo.policies.ACTION_MODES)
 
 
 @dataclass

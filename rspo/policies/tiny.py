@@ -34,7 +34,9 @@ from rspo.atomic import atomic_dir
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>")
 TOKENIZER_VERSION = 3  # bump when the corpus or the training recipe of the tokenizer changes
 DEFAULT_VOCAB_SIZE = 3072
-DEFAULT_FAMILY = "default"  # household + shop; an env class may name its own (tokenizer_family)
+DEFAULT_FAMILY = (
+    "default"  # household + shop; an environment's registry entry may name its own (tokenizer_family)
+)
 
 # ChatML, as Qwen's instruct models render it; the assistant turn ends with <|im_end|> (the eos token).
 CHAT_TEMPLATE = (
@@ -70,13 +72,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("RSPO_CACHE") or Path.home() / ".cache" / "rspo")
 
 
-def data_fingerprint() -> str:
-    """A short hash of the committed environment data (tasks, catalogue, goals) that texts come from."""
+def data_fingerprint(family: str = DEFAULT_FAMILY) -> str:
+    """A short hash of the committed environment data (tasks, catalogue, goals) that the texts of
+    tokenizer ``family`` come from: each environment's registry entry names its ``data_files``."""
+    import rspo.envs
     from rspo.paths import data_dir
 
     h = hashlib.sha256()
-    for name, files in (("household", ("tasks.jsonl",)), ("shop", ("products.jsonl", "goals.jsonl"))):
-        for f in files:
+    for name in family_envs(family):
+        for f in rspo.envs.spec(name).data_files:
             h.update(f"{name}/{f}".encode())
             h.update((data_dir(name) / f).read_bytes())
     return h.hexdigest()[:16]
@@ -89,11 +93,11 @@ def _chat(user: str, reply: str | None = None) -> str:
 
 
 def family_envs(family: str = DEFAULT_FAMILY) -> list[str]:
-    """The environments whose text trains tokenizer ``family`` (each environment class names its
-    ``tokenizer_family``: household and shop share ``"default"``, the lab has its own)."""
+    """The environments whose text trains tokenizer ``family``, sorted (each environment's registry
+    entry names its ``tokenizer_family``: household and shop share ``"default"``, the lab has its own)."""
     import rspo.envs
 
-    names = [n for n in rspo.envs.list_envs() if rspo.envs.env_class(n).tokenizer_family == family]
+    names = [n for n in rspo.envs.list_envs() if rspo.envs.spec(n).tokenizer_family == family]
     if not names:
         raise ValueError(f"no environment uses tokenizer family {family!r}")
     return names
@@ -147,12 +151,18 @@ PRE_TOKENIZER_PATTERN = (
 
 def catalogue_ids() -> list[str]:
     """The shop's product ids as pages show them (``B0O4YFBV8B``) and as the agent clicks them
-    (``b0o4yfbv8b``), sorted."""
-    from rspo.paths import data_dir
+    (``b0o4yfbv8b``), sorted (:func:`rspo.envs.shop.catalogue.product_tokens`)."""
+    from rspo.envs.shop.catalogue import product_tokens
 
-    lines = (data_dir("shop") / "products.jsonl").read_text().splitlines()
-    ids = {json.loads(line)["asin"] for line in lines if line.strip()}
-    return sorted(ids | {i.lower() for i in ids})
+    return product_tokens()
+
+
+def family_tokens(family: str = DEFAULT_FAMILY) -> list[str]:
+    """The whole tokens added to tokenizer ``family``: its environments' ``extra_tokens``, in turn
+    (the default family: the shop's product ids, :func:`catalogue_ids`)."""
+    import rspo.envs
+
+    return [t for name in family_envs(family) for t in rspo.envs.spec(name).tokens()]
 
 
 def train_tokenizer(texts: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE, extra_tokens: list[str] = ()):
@@ -226,8 +236,7 @@ def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAUL
 
     path = cache_root() / f"tokenizer-{tokenizer_key(vocab_size, family)}"
     if not path.is_dir():
-        extra = catalogue_ids() if family == DEFAULT_FAMILY else []
-        tok = train_tokenizer(list(_family_corpus(family)), vocab_size, extra)
+        tok = train_tokenizer(list(_family_corpus(family)), vocab_size, family_tokens(family))
         with atomic_dir(path) as tmp:
             tok.save_pretrained(tmp)
     return AutoTokenizer.from_pretrained(path)
@@ -237,7 +246,7 @@ def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAUL
 def small_tokenizer(vocab_size: int = 1024):
     """A tokenizer with the same recipe trained on a small sample (10 expert tasks per environment),
     in about a second and without touching the disk: for tests that need a model, not a good one."""
-    return train_tokenizer(tokenizer_corpus(n_expert=10, n_random=0), vocab_size, catalogue_ids())
+    return train_tokenizer(tokenizer_corpus(n_expert=10, n_random=0), vocab_size, family_tokens())
 
 
 # --- model ----------------------------------------------------------------------------------------

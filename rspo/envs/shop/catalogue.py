@@ -172,6 +172,14 @@ class Catalogue:
         return result
 
 
+def product_tokens() -> list[str]:
+    """The product ids as pages show them (``B0O4YFBV8B``) and as the agent clicks them
+    (``b0o4yfbv8b``), sorted: whole tokens of the offline tokenizer (:mod:`rspo.envs.registry`)."""
+    lines = (paths.data_dir("shop") / "products.jsonl").read_text().splitlines()
+    ids = {json.loads(line)["asin"] for line in lines if line.strip()}
+    return sorted(ids | {i.lower() for i in ids})
+
+
 def load_catalogue(data_dir: Path | str | None = None) -> Catalogue:
     """Read products and goals from ``data_dir`` (default: :func:`rspo.paths.data_dir`) and build the BM25 index."""
     data_dir = Path(data_dir) if data_dir is not None else paths.data_dir("shop")
