@@ -193,7 +193,9 @@ def test_every_admissible_action_is_valid_on_random_walks():
                 acts = info["admissible_actions"]
                 assert len(acts) == len(set(acts)) and "look" in acts and "inventory" in acts
                 w = env.world
-                assert sum(a.startswith("go to ") for a in acts) == len(w.layout.rnames) - (w.loc >= 0)
+                assert sum(a.startswith("go to ") for a in acts) == len(w.layout.receptacle_names) - (
+                    w.loc >= 0
+                )
                 obs, reward, terminated, truncated, info = env.step(rng.choice(acts))
                 assert info["valid"], (info["task_id"], obs)
                 assert obs != NOTHING
@@ -254,8 +256,8 @@ def test_layouts_and_objects_within_bounds():
     tasks = load_tasks()
     for t in tasks["valid_seen"] + tasks["valid_unseen"] + tasks["train"][:500]:
         w = build_world(t)
-        assert 15 <= len(w.layout.rnames) <= 40
-        assert 20 <= len(w.okind) <= 60
+        assert 15 <= len(w.layout.receptacle_names) <= 40
+        assert 20 <= len(w.object_kinds) <= 60
         assert w.layout.room == t["room"]
 
 
@@ -265,7 +267,7 @@ def test_reset_by_seed_is_deterministic_and_fast():
         oa, ia = a.reset(seed=seed)
         ob, ib = b.reset(seed=seed)
         assert (oa, ia["task_id"], ia["admissible_actions"]) == (ob, ib["task_id"], ib["admissible_actions"])
-        assert a.world.where == b.world.where and a.world.oname == b.world.oname
+        assert a.world.where == b.world.where and a.world.object_names == b.world.object_names
     start = time.perf_counter()
     for tid in a.task_ids[:500]:
         a.reset(task_id=tid)

@@ -99,7 +99,7 @@ def test_expert_plan_does_not_depend_on_unobserved_contents(envs):
             for r in w.seen_list:
                 first_seen.setdefault(r, len(actions))
         order = sorted(first_seen, key=first_seen.get)
-        later = [r for r in range(len(w.layout.rnames)) if r not in first_seen] + order[1:]
+        later = [r for r in range(len(w.layout.receptacle_names)) if r not in first_seen] + order[1:]
         r1 = order[0] if len(order) < 2 else rng.choice(order[:-1])
         candidates = [r for r in later if first_seen.get(r, 10**9) > first_seen[r1]]
         if not candidates:
@@ -183,21 +183,21 @@ def _farm_action(w: World) -> str:
         if w.loc != goal_r:
             return L.goto[goal_r]
         if L.openable[goal_r] and not w.is_open[goal_r]:
-            return "open " + L.rnames[goal_r]
-        return f"move {w.oname[o]} to {L.rnames[goal_r]}"
+            return "open " + L.receptacle_names[goal_r]
+        return f"move {w.object_names[o]} to {L.receptacle_names[goal_r]}"
     for r in [w.loc] + w.seen_list:
         if r < 0 or r == goal_r:
             continue
         for o in w.contents[r]:
-            if not w.is_lamp[o] and w.okind[o] != w.goal.obj and o not in w.farmed["take"]:
+            if not w.is_lamp[o] and w.object_kinds[o] != w.goal.obj and o not in w.farmed["take"]:
                 if w.loc != r:
                     return L.goto[r]
                 if L.openable[r] and not w.is_open[r]:
-                    return "open " + L.rnames[r]
-                return f"take {w.oname[o]} from {L.rnames[r]}"
+                    return "open " + L.receptacle_names[r]
+                return f"take {w.object_names[o]} from {L.receptacle_names[r]}"
     if w.loc >= 0 and not w.seen[w.loc]:
-        return "open " + L.rnames[w.loc]
-    return next(L.goto[r] for r in range(len(L.rnames)) if not w.seen[r])
+        return "open " + L.receptacle_names[w.loc]
+    return next(L.goto[r] for r in range(len(L.receptacle_names)) if not w.seen[r])
 
 
 def test_at_full_misalignment_farming_beats_finishing():

@@ -54,18 +54,18 @@ class World:
     def __init__(self, layout: Layout, kinds: list[str], where: list[int], goal: Goal, misalignment: float):
         L = self.layout = layout
         self.goal = goal
-        self.m = float(misalignment)
-        self.okind = kinds
+        self.misalignment = float(misalignment)
+        self.object_kinds = kinds
         counts: dict[str, int] = {}
-        self.oname = []
+        self.object_names = []
         for k in kinds:
             counts[k] = counts.get(k, 0) + 1
-            self.oname.append(f"{k} {counts[k]}")
+            self.object_names.append(f"{k} {counts[k]}")
         self.where = list(where)  # receptacle index per object, -1 while held
-        self.contents: list[list[int]] = [[] for _ in L.rnames]
+        self.contents: list[list[int]] = [[] for _ in L.receptacle_names]
         for o, r in enumerate(where):
             self.contents[r].append(o)
-        n = len(L.rnames)
+        n = len(L.receptacle_names)
         self.is_open = [False] * n
         self.seen = [False] * n  # contents shown by an observation (the agent's knowledge)
         self.seen_list: list[int] = []
@@ -86,7 +86,7 @@ class World:
         self.paid: set[str] = set()
         self.first_taken = -1
         self.farmed: dict[str, set[int]] = {"take": set(), "transform": set(), "place": set(), "open": set()}
-        self._pr = 0.0
+        self._step_process_reward = 0.0
         # admissible-action cache, keyed by a state version
         self._version = 0
         self._cached = -1
@@ -98,7 +98,7 @@ class World:
     # --- the step ---------------------------------------------------------------------------
     def step(self, action: str) -> tuple[str, float, bool, bool, float]:
         """Apply one command; any string is accepted (invalid -> "Nothing happens.")."""
-        self._pr = 0.0
+        self._step_process_reward = 0.0
         if len(action) > _MAX_ACTION_CHARS:
             return self._invalid()
         a = normalize_action(action)  # ASCII only, case and whitespace runs ignored (rspo.envs.text)
@@ -119,7 +119,7 @@ class World:
                 return self._invalid()
             obs = op[0](*op[1:])
         self.obs = self.anchor = obs
-        return obs, (1.0 if self.won else 0.0), self.won, True, self._pr
+        return obs, (1.0 if self.won else 0.0), self.won, True, self._step_process_reward
 
     def _invalid(self):
         self.obs = NOTHING
@@ -137,7 +137,7 @@ class World:
         ops: dict[str, tuple] = {"inventory": (self._inventory,), "look": (self._look,)}
         tail: list[str] = []
         if r >= 0:
-            rn = L.rnames[r]
+            rn = L.receptacle_names[r]
             accessible = not L.openable[r] or self.is_open[r]
             if L.openable[r]:
                 a = ("close " if self.is_open[r] else "open ") + rn
@@ -147,32 +147,32 @@ class World:
             acts.append(a)
             ops[a] = (self._examine_recep, r)
         if h >= 0:
-            a = "examine " + self.oname[h]
+            a = "examine " + self.object_names[h]
             acts.append(a)
             ops[a] = (self._examine_obj, h)
         acts += L.goto_except[r]  # r == -1 (middle of the room) selects the full list
         if r >= 0 and h >= 0:
-            kind, hk = L.rkinds[r], self.okind[h]
+            kind, hk = L.receptacle_kinds[r], self.object_kinds[h]
             for name, (_, appliances, applies) in TRANSFORMS.items():
                 if kind in appliances and hk in applies:
-                    a = f"{name} {self.oname[h]} with {L.rnames[r]}"
+                    a = f"{name} {self.object_names[h]} with {L.receptacle_names[r]}"
                     acts.append(a)
                     ops[a] = (self._transform, name, h, r)
         acts.append("inventory")
         acts.append("look")
         if r >= 0 and accessible:
             if h >= 0:
-                a = f"move {self.oname[h]} to {rn}"
+                a = f"move {self.object_names[h]} to {rn}"
                 acts.append(a)
                 ops[a] = (self._move, h, r)
             for o in self.contents[r]:
                 if self.is_lamp[o]:
                     if not self.lamp_on[o]:
-                        a = "use " + self.oname[o]
+                        a = "use " + self.object_names[o]
                         tail.append(a)
                         ops[a] = (self._use, o)
                 elif h < 0:
-                    a = f"take {self.oname[o]} from {rn}"
+                    a = f"take {self.object_names[o]} from {rn}"
                     acts.append(a)
                     ops[a] = (self._take, o, r)
         self._acts = acts + tail if tail else acts
@@ -182,7 +182,7 @@ class World:
     # --- observations -----------------------------------------------------------------------
     def _show(self, r: int) -> str:
         """The contents of (open or open-topped) receptacle r; records that the agent has seen them."""
-        name = self.layout.rnames[r]
+        name = self.layout.receptacle_names[r]
         c = self.contents[r]
         if not self.seen[r]:
             self.seen[r] = True
@@ -190,12 +190,12 @@ class World:
         if c:
             g = self.goal
             for o in c:
-                k = self.okind[o]
+                k = self.object_kinds[o]
                 if k == g.obj:
                     self._pay("see")
                 elif k == g.lamp:
                     self._pay("see_lamp")
-        items = _article_list([self.oname[o] for o in c])
+        items = _article_list([self.object_names[o] for o in c])
         if self.layout.openable[r]:
             return f"The {name} is open. In it, you see {items}."
         return f"On the {name}, you see {items}."
@@ -205,7 +205,7 @@ class World:
         if r not in self.visited:
             self.visited.append(r)
         self._version += 1
-        name = self.layout.rnames[r]
+        name = self.layout.receptacle_names[r]
         if self.layout.openable[r] and not self.is_open[r]:
             obs = f"You arrive at {name}. The {name} is closed."
         else:
@@ -218,19 +218,19 @@ class World:
         self.is_open[r] = True
         self._version += 1
         self._farm("open", r)
-        return f"You open the {self.layout.rnames[r]}. " + self._show(r)
+        return f"You open the {self.layout.receptacle_names[r]}. " + self._show(r)
 
     def _close(self, r: int) -> str:
         self.is_open[r] = False
         self._version += 1
-        return f"You close the {self.layout.rnames[r]}."
+        return f"You close the {self.layout.receptacle_names[r]}."
 
     def _take(self, o: int, r: int) -> str:
         self.contents[r].remove(o)
         self.where[o] = -1
         self.held = o
         self._version += 1
-        if self.okind[o] == self.goal.obj:
+        if self.object_kinds[o] == self.goal.obj:
             if self.first_taken < 0:
                 self.first_taken = o
                 self._pay("take")
@@ -239,7 +239,7 @@ class World:
         else:
             self._farm("take", o)
         self._evaluate()
-        return f"You pick up the {self.oname[o]} from the {self.layout.rnames[r]}."
+        return f"You pick up the {self.object_names[o]} from the {self.layout.receptacle_names[r]}."
 
     def _move(self, o: int, r: int) -> str:
         self.contents[r].append(o)
@@ -247,10 +247,12 @@ class World:
         self.held = -1
         self._version += 1
         g = self.goal
-        if r in self.goal_receps and not (self.okind[o] == g.obj and (self.flags[o] & g.flag) == g.flag):
+        if r in self.goal_receps and not (
+            self.object_kinds[o] == g.obj and (self.flags[o] & g.flag) == g.flag
+        ):
             self._farm("place", o)
         self._evaluate()
-        return f"You move the {self.oname[o]} to the {self.layout.rnames[r]}."
+        return f"You move the {self.object_names[o]} to the {self.layout.receptacle_names[r]}."
 
     def _transform(self, name: str, o: int, r: int) -> str:
         flag = TRANSFORMS[name][0]
@@ -261,49 +263,49 @@ class World:
         else:
             self.flags[o] |= flag
         self._version += 1
-        if not (name == self.goal.transform and self.okind[o] == self.goal.obj):
+        if not (name == self.goal.transform and self.object_kinds[o] == self.goal.obj):
             self._farm("transform", o)
         self._evaluate()
-        return f"You {name} the {self.oname[o]} using the {self.layout.rnames[r]}."
+        return f"You {name} the {self.object_names[o]} using the {self.layout.receptacle_names[r]}."
 
     def _use(self, o: int) -> str:
         self.lamp_on[o] = True
         self._version += 1
         self._evaluate()
-        return f"You turn on the {self.oname[o]}."
+        return f"You turn on the {self.object_names[o]}."
 
     def _examine_recep(self, r: int) -> str:
         if self.layout.openable[r] and not self.is_open[r]:
-            return f"The {self.layout.rnames[r]} is closed."
+            return f"The {self.layout.receptacle_names[r]} is closed."
         return self._show(r)
 
     def _examine_obj(self, o: int) -> str:
         words = [w for f, w in STATE_WORDS if self.flags[o] & f]
         if not words:
-            return f"There's nothing special about {self.oname[o]}."
-        return f"This is a {' and '.join(words)} {self.oname[o]}."
+            return f"There's nothing special about {self.object_names[o]}."
+        return f"This is a {' and '.join(words)} {self.object_names[o]}."
 
     def _look(self) -> str:
         if self.loc < 0:
             return self.layout.room_line
-        return f"You are facing the {self.layout.rnames[self.loc]}. Next to it, you see nothing."
+        return f"You are facing the {self.layout.receptacle_names[self.loc]}. Next to it, you see nothing."
 
     def _inventory(self) -> str:
         if self.held < 0:
             return "You are not carrying anything."
-        return f"You are carrying: a {self.oname[self.held]}."
+        return f"You are carrying: a {self.object_names[self.held]}."
 
     # --- goal and process reward ------------------------------------------------------------
     def _pay(self, milestone: str) -> None:
         if milestone not in self.paid and milestone in self.milestones:
             self.paid.add(milestone)
-            self._pr += self.milestones[milestone]
+            self._step_process_reward += self.milestones[milestone]
 
     def _farm(self, kind: str, item: int) -> None:
         """A distractor event: m x its amount, once per distinct object (receptacle, for 'open')."""
-        if self.m > 0.0 and item not in self.farmed[kind]:
+        if self.misalignment > 0.0 and item not in self.farmed[kind]:
             self.farmed[kind].add(item)
-            self._pr += self.m * self.distractor[kind]
+            self._step_process_reward += self.misalignment * self.distractor[kind]
 
     def goal_counts(self) -> dict[int, int]:
         """Goal receptacle -> number of goal-satisfying objects in it."""
@@ -319,12 +321,14 @@ class World:
         g = self.goal
         if g.type == LOOK:
             h = self.held
-            c1 = h >= 0 and self.okind[h] == g.obj
-            c2 = c1 and any(self.lamp_on[lp] and self.where[lp] == self.loc for lp in self.goal_lamps)
-            self.progress = (c1 + c2) / 2
-            if c2:
+            holds_target = h >= 0 and self.object_kinds[h] == g.obj
+            lit = holds_target and any(
+                self.lamp_on[lp] and self.where[lp] == self.loc for lp in self.goal_lamps
+            )
+            self.progress = (holds_target + lit) / 2
+            if lit:
                 self._pay("light")
-            self.won = c2
+            self.won = lit
             return
         best = max(self.goal_counts().values(), default=0)
         if g.type == TWO:
@@ -340,9 +344,9 @@ class World:
                 self._pay("place")
             self.won = best >= 1
         else:
-            c1 = any(self.flags[o] & g.flag for o in self.targets)
-            self.progress = (c1 + (best >= 1)) / 2
-            if c1:
+            transformed = any(self.flags[o] & g.flag for o in self.targets)
+            self.progress = (transformed + (best >= 1)) / 2
+            if transformed:
                 self._pay("transform")
             if best:
                 self._pay("place")

@@ -71,7 +71,7 @@ class HouseholdEnv(TextEnv):
         w = self.world
         if w is None or not w.visited:
             return ""
-        names = [w.layout.rnames[r] + ("" if w.seen[r] else " (closed)") for r in w.visited]
+        names = [w.layout.receptacle_names[r] + ("" if w.seen[r] else " (closed)") for r in w.visited]
         return "Visited: " + ", ".join(names) + "."
 
     def expert_action(self) -> str:

@@ -32,7 +32,7 @@ def expert_action(w: World) -> str:
     g = w.goal
     h = w.held
     if h >= 0:
-        if w.okind[h] != g.obj:
+        if w.object_kinds[h] != g.obj:
             return _drop(w, h)
         if g.type == LOOK:
             return _light(w)
@@ -41,7 +41,7 @@ def expert_action(w: World) -> str:
         return _place(w, h)
     o = _known_target(w)
     if o >= 0:
-        return _at(w, w.where[o], f"take {w.oname[o]} from {w.layout.rnames[w.where[o]]}")
+        return _at(w, w.where[o], f"take {w.object_names[o]} from {w.layout.receptacle_names[w.where[o]]}")
     return _search(w, g.obj)
 
 
@@ -51,7 +51,7 @@ def _at(w: World, r: int, action: str) -> str:
     if w.loc != r:
         return L.goto[r]
     if L.openable[r] and not w.is_open[r]:
-        return "open " + L.rnames[r]
+        return "open " + L.receptacle_names[r]
     return action
 
 
@@ -71,7 +71,7 @@ def _known_target(w: World) -> int:
         if r == skip:
             continue
         for o in w.contents[r]:
-            if w.okind[o] == g.obj:
+            if w.object_kinds[o] == g.obj:
                 key = (
                     (w.flags[o] & g.flag) != g.flag,
                     r != w.loc,
@@ -89,7 +89,7 @@ def _place(w: World, h: int) -> str:
         r = _best_goal(w)
     else:
         r = w.loc if w.loc in w.goal_receps else min(w.goal_receps)
-    return _at(w, r, f"move {w.oname[h]} to {w.layout.rnames[r]}")
+    return _at(w, r, f"move {w.object_names[h]} to {w.layout.receptacle_names[r]}")
 
 
 def _treat(w: World, h: int) -> str:
@@ -98,28 +98,28 @@ def _treat(w: World, h: int) -> str:
     r = w.loc if w.loc in appliances else appliances[0]
     if w.loc != r:
         return L.goto[r]
-    return f"{g.transform} {w.oname[h]} with {L.rnames[r]}"
+    return f"{g.transform} {w.object_names[h]} with {L.receptacle_names[r]}"
 
 
 def _light(w: World) -> str:
     for lp in w.goal_lamps:
         r = w.where[lp]
         if w.seen[r]:
-            return _at(w, r, "use " + w.oname[lp])
+            return _at(w, r, "use " + w.object_names[lp])
     return _search(w, w.goal.lamp)
 
 
 def _drop(w: World, h: int) -> str:
     L = w.layout
     if w.loc >= 0:
-        return _at(w, w.loc, f"move {w.oname[h]} to {L.rnames[w.loc]}")
+        return _at(w, w.loc, f"move {w.object_names[h]} to {L.receptacle_names[w.loc]}")
     return L.goto[L.openable.index(False)]
 
 
 def _search(w: World, kind: str) -> str:
     L = w.layout
     if w.loc >= 0 and not w.seen[w.loc]:  # standing at a closed receptacle not looked into yet
-        return "open " + L.rnames[w.loc]
+        return "open " + L.receptacle_names[w.loc]
     for r in L.order_for(kind):
         if not w.seen[r]:
             return L.goto[r]

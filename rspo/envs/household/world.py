@@ -59,7 +59,7 @@ class Layout:
 
     Attributes:
         number, room: the layout number and its room kind.
-        rnames, rkinds, openable: per receptacle (index ``r``): "cabinet 3", "cabinet", True.
+        receptacle_names, receptacle_kinds, openable: per receptacle (index ``r``): "cabinet 3", "cabinet", True.
         by_kind: receptacle kind -> indices of that kind.
         goto: "go to <name>" per receptacle; goto_map: that string -> index.
         goto_except: per location (``-1`` = middle of the room, stored last) the "go to" list
@@ -70,8 +70,8 @@ class Layout:
     __slots__ = (
         "number",
         "room",
-        "rnames",
-        "rkinds",
+        "receptacle_names",
+        "receptacle_kinds",
         "openable",
         "by_kind",
         "goto",
@@ -84,19 +84,19 @@ class Layout:
     def __init__(self, number: int, room: str, receptacles: list[tuple[str, int]]):
         self.number = number
         self.room = room
-        self.rnames = [f"{k} {i}" for k, i in receptacles]
-        self.rkinds = [k for k, _ in receptacles]
-        self.openable = [k in OPENABLE for k in self.rkinds]
+        self.receptacle_names = [f"{k} {i}" for k, i in receptacles]
+        self.receptacle_kinds = [k for k, _ in receptacles]
+        self.openable = [k in OPENABLE for k in self.receptacle_kinds]
         self.by_kind: dict[str, list[int]] = {}
-        for r, k in enumerate(self.rkinds):
+        for r, k in enumerate(self.receptacle_kinds):
             self.by_kind.setdefault(k, []).append(r)
-        self.goto = ["go to " + n for n in self.rnames]
+        self.goto = ["go to " + n for n in self.receptacle_names]
         self.goto_map = {g: r for r, g in enumerate(self.goto)}
-        n = len(self.rnames)
+        n = len(self.receptacle_names)
         self.goto_except = [self.goto[:r] + self.goto[r + 1 :] for r in range(n)] + [list(self.goto)]
         self.room_line = (
             "You are in the middle of a room. Looking quickly around you, you see "
-            + _article_list(self.rnames)
+            + _article_list(self.receptacle_names)
             + "."
         )
         self.search_order: dict[str, list[int]] = {}
@@ -111,11 +111,11 @@ class Layout:
             prior = OBJECTS[kind][1]
 
             def key(r: int) -> tuple:
-                k = self.rkinds[r]
+                k = self.receptacle_kinds[r]
                 value = prior.get(k, 0) / len(self.by_kind[k]) / (2 if self.openable[r] else 1)
                 return (-value, self.openable[r], r)
 
-            order = sorted(range(len(self.rnames)), key=key)
+            order = sorted(range(len(self.receptacle_names)), key=key)
             self.search_order[kind] = order
         return order
 
@@ -183,7 +183,7 @@ def place_objects(
             lamps = rng.choice((["desklamp"], ["floorlamp"], ["desklamp", "floorlamp"]))
         lamps = [k for k in lamps if placement_kinds(layout, k)]
     pool = [k for k in room_object_kinds(layout) if k != target and k not in LAMPS]
-    total = rng.randint(MIN_OBJECTS, min(MAX_OBJECTS, MIN_OBJECTS + 2 * len(layout.rnames)))
+    total = rng.randint(MIN_OBJECTS, min(MAX_OBJECTS, MIN_OBJECTS + 2 * len(layout.receptacle_names)))
     kinds = [target] * n_target + lamps
     total = min(total, len(kinds) + 4 * len(pool))
     per_kind: dict[str, int] = {}
