@@ -73,10 +73,13 @@ def _nice_step(span: float, most: int = 10) -> int:
     return step
 
 
-def integer_axis(fig: go.Figure, last: float, axis: str = "x", **where) -> None:
-    """Ticks at whole numbers only (iterations): 0, 1, 2, ... or every 2nd, 5th, 10th, ..."""
+def integer_axis(
+    fig: go.Figure, last: float, axis: str = "x", first: int = 0, most: int = 10, **where
+) -> None:
+    """Ticks at whole numbers only (iterations, turns): ``first``, ``first`` + 1, ... or every 2nd,
+    5th, 10th, ... so that at most ``most`` ticks are drawn up to ``last``."""
     update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    update(tickmode="linear", tick0=0, dtick=_nice_step(max(last, 1)), tickformat="d", **where)
+    update(tickmode="linear", tick0=first, dtick=_nice_step(max(last, 1), most), tickformat="d", **where)
 
 
 # --- advantages per turn (notebook 02) -------------------------------------------------------------
@@ -151,7 +154,7 @@ def advantage_heatmaps(
         )
         fig.update_xaxes(title_text="turn (from 1)", row=i, col=1)
         fig.update_yaxes(title_text="trajectory", row=i, col=1)
-        integer_axis(fig, width, row=i, col=1)
+        integer_axis(fig, width, first=1, most=20, row=i, col=1)  # every turn up to 20 turns
     fig.update_layout(title=title, height=area + top + bottom, margin=dict(t=top, b=bottom))
     return fig
 
@@ -217,7 +220,7 @@ def reward_trajectory(episode: Episode, title: str | None = None) -> go.Figure:
         yaxis_title="reward (environment units: a success pays 1.0)",
         barmode="group",
     )
-    integer_axis(fig, len(turns))
+    integer_axis(fig, len(turns), first=1, most=20)
     return fig
 
 
@@ -245,7 +248,7 @@ def process_return_by_outcome(
                 col=col,
             )
         fig.update_xaxes(title_text="process return (environment units)", row=1, col=col)
-        fig.update_yaxes(title_text="episodes (how many)", row=1, col=col)
+        fig.update_yaxes(title_text="episode outcome (how many)", row=1, col=col)
     fig.update_layout(
         title=f"process return of won and lost episodes (m = {misalignment:g})", showlegend=False
     )

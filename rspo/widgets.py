@@ -45,6 +45,7 @@ __all__ = [
     "play_episode",
     "progress_bars",
     "use_widgets",
+    "wrap_text",
 ]
 
 _INSTALL_HINT = (
@@ -130,7 +131,7 @@ def progress_bars(show: bool | None) -> None:
 
 
 # --- playing an episode ---------------------------------------------------------------------------
-def _wrap(text: str, width: int | None, indent: str = "  ") -> str:
+def wrap_text(text: str, width: int | None = 100, indent: str = "  ") -> str:
     """``text`` indented, its lines wrapped at ``width`` characters between words (None: not wrapped)."""
     if width is None:
         return textwrap.indent(text, indent)
@@ -146,7 +147,7 @@ def _step_line(action: str, obs: str, reward: float, info: dict[str, Any], width
     words, None: as it is), the rewards (the environment's units: a success pays 1.0) and progress."""
     invalid = "" if info.get("valid", True) else "  (invalid action)"
     return (
-        f"> {action}{invalid}\n{_wrap(obs, width)}\n"
+        f"> {action}{invalid}\n{wrap_text(obs, width)}\n"
         f"  outcome {reward}  process {info['process_reward']:.2f}  progress {info['progress']:.2f}"
     )
 
