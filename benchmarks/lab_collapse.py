@@ -10,14 +10,17 @@ episode (the last turn of each successful episode):
   after the update;
 - ``adv``: the mean advantage those turns were trained with; ``V``: the critic's value of their state
   (PPO) and ``G`` the return that followed it;
-- ``approx_kl``: what the update itself logged; ``next success``: the next rollout's success rate.
+- ``approx_kl``: what the update itself logged; ``rollout success``: the success rate of the
+  rollout the update trained on.
 
 A collapse shows as ``p after`` near 0 after one update, the next rollout at 0% success and no
-recovery: nothing samples the winning move any more. The cause this prints for the lab's PPO runs
-(seed 1, dense, m = 0 collapses in the update of iteration 18; the rollout of iteration 19 wins nothing): the critic overvalues the last state (it predicts
-about 11 where only the outcome's 10 follows, having learnt from earlier states whose returns include
-process rewards), so the winning move gets a negative advantage on every success, and one optimiser
-step takes its second token's log-probability from about -0.01 to about -14.
+recovery: nothing samples the winning move any more. What it prints for the lab's PPO run with the
+dense reward, m = 0, seed 1: the critic comes to overvalue the last state (V 11.1 where only the
+outcome's 10 follows: it learnt from earlier states, whose returns include process rewards), so the
+winning move ("open chest") gets a negative advantage (-1.1) on every success, and the update of
+iteration 18 (5 optimiser steps, approx-KL 0.002 on its batch) takes the move's probability from
+0.87 to 0.000: the log-probability of its second token (" chest" after "open") goes from -0.01 to
+-14.5 (per-token log-probabilities read from the checkpoints before and after that update).
 """
 
 from __future__ import annotations
