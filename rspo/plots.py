@@ -316,6 +316,7 @@ def learning_curves(
                 fill="toself",
                 fillcolor=color,
                 opacity=0.15,
+                mode="lines",
                 line=dict(width=0),
                 hoverinfo="skip",
                 name=f"± 1 std over {seeds_label(s['seeds'])}",
@@ -336,7 +337,10 @@ def learning_curves(
         xaxis_title="environment steps" if x == "env_steps" else "iteration",
         yaxis_title=METRIC_TITLES.get(key, f"{key} (%)" if key.endswith("success") else key),
         legend_title_text="mean over seeds, band ± 1 std",
+        showlegend=True,  # also for a single line: its entry names the curves it stands for
     )
+    if key.endswith("success"):
+        fig.update_yaxes(range=[-3, 103])  # the whole scale: 0% reads as 0%, not as the middle of [-1, 1]
     if x == "iteration":
         integer_axis(fig, max((v for s in series for v in s["x"]), default=1))
     else:
@@ -371,6 +375,7 @@ def learner_vs_explorer(runs) -> go.Figure:
         title="RSPO: learner and explorer rollout success",
         xaxis_title="iteration",
         yaxis_title="rollout success (%)",
+        yaxis_range=[-3, 103],
     )
     integer_axis(fig, last)
     return fig
@@ -408,8 +413,19 @@ def buffer_statistics(runs) -> go.Figure:
             )
     for col, (_, _, axis_title) in enumerate(BUFFER_KEYS, 1):
         fig.update_xaxes(title_text="iteration", row=1, col=col)
-        fig.update_yaxes(title_text=axis_title, row=1, col=col)
+        fig.update_yaxes(title_text=axis_title, rangemode="tozero", row=1, col=col)
         integer_axis(fig, last, row=1, col=col)
+        traces = [t for t in fig.data if (t.xaxis or "x") == ("x" if col == 1 else f"x{col}")]
+        if all(v is None for t in traces for v in t.y):
+            fig.add_annotation(
+                text="undefined: no replayed<br>turn was trained on",
+                xref=f"x{'' if col == 1 else col} domain",
+                yref=f"y{'' if col == 1 else col} domain",
+                x=0.5,
+                y=0.5,
+                showarrow=False,
+            )
+    fig.update_yaxes(range=[-0.03, 1.03], row=1, col=3)  # a fraction
     fig.update_layout(title="RSPO replay buffer and importance weights")
     return fig
 
@@ -442,6 +458,7 @@ def importance_weights(weights: Sequence[float], c: float) -> go.Figure:
         bargap=0.05,
     )
     fig.update_xaxes(range=[0, c + 2 * size], tickformat=".2f")
+    fig.update_yaxes(rangemode="tozero")
     return fig
 
 
@@ -490,6 +507,7 @@ def behaviour_coverage(rows: Sequence[dict], title: str | None = None) -> go.Fig
         title=title or "distinct successful trajectories per 1,000 environment steps",
         xaxis_title="run (env, algo, reward)",
         yaxis_title="distinct successes per 1,000 steps",
+        yaxis_rangemode="tozero",
         barmode="group",
     )
     return fig

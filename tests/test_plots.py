@@ -169,6 +169,7 @@ def test_learning_curves_integer_iterations_seed_counts_and_coinciding_curves_ma
     # outcome and dense coincide: one line, one legend entry naming both; RSPO: its own, "(1 seed)"
     assert names == ["detour grpo dense = detour grpo outcome (2 seeds each)", "detour grpo rspo (1 seed)"]
     assert not any("1 seeds" in t.name for t in fig.data)
+    assert fig.layout.showlegend and fig.layout.yaxis.range == (-3, 103)  # a lone merged line keeps its entry
     assert len({(t.line.color, t.line.dash, t.marker.symbol) for t in lines}) == len(lines)
     # distinct curves: one entry each, with the seed count; a band (grouped with its line) per 2+ seeds
     runs[2] = fake_run("dense", 0, success=(0.0, 0.5, 0.5))
@@ -206,6 +207,8 @@ def test_rspo_figures_learner_and_explorer_apart_integer_iterations_every_axis_t
     assert [t.name for t in fig.data if t.showlegend] == ["detour grpo", "detour gigpo"]
     ratio = next(t for t in fig.data if t.xaxis == "x2")
     assert ratio.y[0] is None and ratio.y[1] == 1.0  # undefined where no replayed turn was trained on
+    never = plots.buffer_statistics([fake_run("rspo", 0, success=(0.0, 0.1))])  # swap/turns 0 throughout
+    assert sum("undefined" in a.text for a in never.layout.annotations) == 2  # said, not an empty panel
 
 
 def test_importance_weights_on_the_whole_range_and_an_empty_iteration_said():
