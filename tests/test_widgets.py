@@ -199,3 +199,36 @@ def test_auto_uses_widgets_only_in_a_live_kernel(monkeypatch):
     assert widgets.live_kernel() and widgets.use_widgets(None)
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
     assert not widgets.use_widgets(None)
+
+
+def test_a_headless_notebook_run_keeps_no_frozen_progress_bar(tmp_path):
+    """In a kernel tqdm.auto draws a widget bar, which a saved notebook keeps at its first frame ("0%")
+    for good: with ``progress_bars(False)`` (``interactive`` False, as rspo reproduce sets it) the warm
+    start's bar and transformers' bars leave nothing in the executed notebook."""
+    nbformat = pytest.importorskip("nbformat")
+    papermill = pytest.importorskip("papermill")
+    pytest.importorskip("transformers")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(
+        cells=[
+            new_code_cell("from rspo import widgets\nwidgets.progress_bars(False)"),
+            new_code_cell(
+                "from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='warm start'):\n    pass"
+            ),
+            new_code_cell(
+                "from transformers.utils import logging\n"
+                "bar = logging.tqdm(total=2, desc='Loading weights')\nbar.update(2)\nbar.close()"
+            ),
+        ]
+    )
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
+    src, out = tmp_path / "bars.ipynb", tmp_path / "bars-out.ipynb"
+    nbformat.write(nb, src)
+    papermill.execute_notebook(str(src), str(out), progress_bar=False, kernel_name="python3")
+    outputs = [o for c in nbformat.read(out, as_version=4).cells for o in c.get("outputs", [])]
+    assert outputs == [], outputs  # no widget bar, no text bar
