@@ -8,8 +8,12 @@ profile's parameters injected (:data:`PROFILES`; every notebook also gets ``figu
 - ``figures/`` what the notebooks saved (PNG where static export works, standalone HTML otherwise);
 - ``runs/`` the training runs the notebooks made (a finished run is reused when the profile is rerun;
   the ``cpu`` profile shares ``runs/bench-learning/cpu/`` with ``benchmarks/bench_learning.py``);
-- ``report.md`` and ``report.html``: the results table over those runs, the figures, per-notebook run
-  times, the machine, package versions and the reconstruction note.
+- ``results.json``: each notebook's key numbers (:mod:`rspo.results`);
+- ``NN_topic.html`` the executed notebooks rendered by nbconvert (sharing one ``plotly.min.js``);
+- ``report.md`` and ``report.html`` (:mod:`rspo.report`): a header (profile, date, machine, total
+  time), what the profile shows and what is noise at its seeds, the claims table, the results table,
+  the figures (inline in the HTML, plotly.js once), the notebooks with their key numbers, the
+  machine, package versions and the reconstruction note.
 
 A failing notebook stops the job with the notebook's name, the failing cell and the error - not a
 bare traceback; its partly executed copy is kept for inspection.
@@ -26,13 +30,12 @@ still filling. The other notebooks run as usual.
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rspo.experiments import PROFILE_NOTES, PROFILES, SHARED_RUNS, TABLE_NOTEBOOK, TRAIN_WORKERS
+from rspo.experiments import PROFILES, SHARED_RUNS, TABLE_NOTEBOOK, TRAIN_WORKERS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
@@ -187,18 +190,6 @@ def run_notebooks(
     return done
 
 
-def _versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = []
-    for pkg in ("torch", "transformers", "trl", "peft", "accelerate", "papermill", "plotly"):
-        try:
-            out.append(f"{pkg} {version(pkg)}")
-        except PackageNotFoundError:
-            out.append(f"{pkg} (not installed)")
-    return ", ".join(out)
-
-
 def table_parameters(profile: str) -> dict:
     """``profile``, ``envs``, ``algos``, ``seeds``, ``ablations`` and ``ablation_seeds`` of the
     profile's table: what notebook 05 (which reads every run of it) runs with - its parameters cell's
@@ -262,58 +253,19 @@ def _status_lines(done: list, missing: list) -> list[str]:
     return lines + [""]
 
 
-def write_report(profile: str, out: Path, runs: list[NotebookRun], finished_only: bool = False) -> Path:
-    """``report.md`` and ``report.html`` in ``out`` (``finished_only``: opening with how many of the
-    profile's table runs are finished, and which are missing)."""
-    import os
+def write_report(
+    profile: str,
+    out: Path,
+    runs: list[NotebookRun],
+    finished_only: bool = False,
+    total_seconds: float | None = None,
+    render: bool = True,
+) -> Path:
+    """``report.md`` and ``report.html`` in ``out`` (:func:`rspo.report.write_report`; ``finished_only``:
+    opening with how many of the profile's table runs are finished, and which are missing)."""
+    from rspo.report import write_report as write
 
-    from rspo.analysis import aggregate, load_runs, mixed_starts, results_table, summarise, to_markdown
-
-    lines = [f"# rspo kit — reproduction report (`{profile}` profile)", ""]
-    if finished_only:
-        lines += _status_lines(*table_status(profile, out))
-    lines += [f"Profile: {PROFILE_NOTES.get(profile, profile)}.", ""]
-    lines += ["## Results", ""]
-    where = runs_dir(profile, out)
-    trained = load_runs(where) if where.is_dir() else []
-    if trained:
-        head, rows = results_table(aggregate(summarise(trained)))
-        lines += [to_markdown(head, rows), ""]
-        lines += ["Success in % (greedy evaluation), mean ± std over seeds; change = final − initial.", ""]
-        lines += [f"> {line}\n" for line in mixed_starts(trained)]
-    else:
-        lines += ["(no training runs in this profile's notebooks yet)", ""]
-    lines += ["## Figures", ""]
-    figures = sorted((out / "figures").glob("*")) if (out / "figures").is_dir() else []
-    for fig in figures:
-        rel = fig.relative_to(out)
-        lines.append(
-            f"![{fig.stem}]({rel})" if fig.suffix == ".png" else f"- [{fig.stem}]({rel}) (interactive HTML)"
-        )
-    if not figures:
-        lines.append("(no figures)")
-    lines += ["", "## Notebooks", "", "| notebook | seconds |", "|---|---|"]
-    lines += [f"| [{r.name}]({r.output.name}) | {r.seconds:.0f} |" for r in runs]
-    lines += ["", "## Machine", ""]
-    lines += [f"- {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs"]
-    lines += [f"- {_versions()}", ""]
-    lines += ["## What is reconstructed", "", RECONSTRUCTION_NOTE, ""]
-    md = "\n".join(lines)
-    (out / "report.md").write_text(md)
-    (out / "report.html").write_text(_html(md, f"rspo reproduce {profile}"))
-    return out / "report.md"
-
-
-def _html(markdown_text: str, title: str) -> str:
-    try:
-        import mistune
-
-        body = mistune.html(markdown_text)
-    except Exception:  # mistune ships with nbconvert; fall back to preformatted text
-        import html
-
-        body = f"<pre>{html.escape(markdown_text)}</pre>"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>{body}</body></html>\n"
+    return write(profile, out, runs, finished_only, total_seconds, render)
 
 
 def reproduce(
@@ -328,7 +280,8 @@ def reproduce(
     out = Path(out) if out else default_out(profile)
     t0 = time.perf_counter()
     runs = run_notebooks(profile, out, selected, write, finished_only)
-    report = write_report(profile, out, runs, finished_only)
+    write("writing the report (the notebooks rendered to HTML) ...")
+    report = write_report(profile, out, runs, finished_only, time.perf_counter() - t0)
     write(f"report: {report} ({time.perf_counter() - t0:.0f} s in all)")
     return report
 
@@ -361,10 +314,10 @@ def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None
             assets.mkdir(exist_ok=True)
             shutil.copy2(source, assets / source.name)
             return f"![{text}]({assets.name}/{source.name})"
-        if target.endswith(".html"):
+        if target.endswith(".html") and target.startswith("figures/"):
             return f"{text} (an interactive HTML figure of the run, not published)"
-        if target.endswith(".ipynb"):
-            return text  # the executed notebook lies in the run's output folder
+        if target.endswith((".ipynb", ".html")):
+            return text  # the executed notebook and its rendered page lie in the run's output folder
         return m.group(0)
 
     text = re.sub(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)", link, report.read_text())

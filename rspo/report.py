@@ -1,0 +1,482 @@
+"""The report of ``rspo reproduce``: ``report.md`` and a styled, self-contained ``report.html``.
+
+In order: a header (profile, date, machine, total time), what the profile shows and what is noise at
+its number of seeds, the claims table (:mod:`rspo.claims`, as notebook 05 saved it in
+``results.json``), the results table with a caption true to its seed counts, the figures, the
+executed notebooks (rendered to HTML by nbconvert, with each one's key numbers from
+``results.json``), the machine and the reconstruction note.
+
+In ``report.html`` the figures are inline: a PNG as an image, a plotly figure (saved as standalone
+HTML by :func:`rspo.plots.save_figure`) redrawn from its data, with plotly.js included once in the
+page. The rendered notebooks share one ``plotly.min.js`` beside them instead of a copy each.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import platform
+import re
+import time
+from pathlib import Path
+
+from rspo.results import load_results
+
+ROOT = Path(__file__).resolve().parents[1]
+PLOTLY_JS = "plotly.min.js"  # beside the rendered notebooks
+
+# what each profile is, in words (the numbers of the run follow it in the report)
+STORIES = {
+    "quick": (
+        "The quick profile is the kit's **credit-assignment lab** (docs/lab/): the `detour` environment, a "
+        "passage of six rooms whose gates open with the right mechanism and a chest in the last room, at "
+        "misalignment **m = 0.1**: the process reward also pays for reading a map in the first room, "
+        "again and again. It looks like progress and is a detour. GRPO trains three learners from the "
+        "same warm start, **seeds 0 and 1**: on the outcome reward only, on the dense reward (outcome + "
+        "process), and with RSPO (an explorer paid the dense reward, whose episodes the learner sees "
+        "with the outcome reward only). What to look for: (a) the dense learner's rollout success rises "
+        "before the outcome learner's; (b) at m = 0.1 the dense learner drifts to the map - its process "
+        "return keeps rising while its test success stalls or falls; (c) RSPO's learner is not misled "
+        "and ends at least as high as both."
+    ),
+    "smoke": (
+        "The smoke profile runs the quick profile's notebooks (the `detour` lab at m = 0.1, GRPO, seeds "
+        "0 and 1) at **2 training iterations**: a check that the whole pipeline runs, from the warm "
+        "start to this report. Two iterations move no policy far: **none of its numbers is a result**, "
+        "and every difference between methods below is noise."
+    ),
+    "cpu": (
+        "The cpu profile is the full CPU table: household and shop, GRPO, PPO and GiGPO, each with the "
+        "outcome reward, the dense reward and RSPO, three seeds, and RSPO's ablations on GRPO (one "
+        "seed). docs/results-cpu.md holds a published run of it."
+    ),
+    "gpu": (
+        "The gpu profile is the cpu profile's table with a real instruct model (LoRA, generate mode) on "
+        "one GPU, and the two swap variants as ablations."
+    ),
+}
+
+
+def seconds_text(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, s = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {s} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def machine_text() -> str:
+    gpu = ""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = f", GPU {torch.cuda.get_device_name(0)}"
+    except Exception:  # torch is a dependency; a broken CUDA set-up must not stop the report
+        pass
+    return (
+        f"{platform.node() or 'this machine'}: {platform.platform()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs{gpu}"
+    )
+
+
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for pkg in ("torch", "transformers", "trl", "peft", "accelerate", "papermill", "plotly"):
+        try:
+            out.append(f"{pkg} {version(pkg)}")
+        except PackageNotFoundError:
+            out.append(f"{pkg} (not installed)")
+    return ", ".join(out)
+
+
+def seed_caption(agg: list[dict]) -> str:
+    """The results table's caption, true to its seed counts (one seed: no spread to speak of)."""
+    counts = sorted({row["seeds"] for row in agg})
+    base = "Success in % (greedy evaluation); change = final − initial."
+    if counts == [1]:
+        return (
+            f"{base} **One seed per row**: each number is a single run's, with no spread over seeds, so "
+            "a difference between rows says nothing about whether it is more than noise."
+        )
+    if len(counts) == 1:
+        return f"{base} Mean ± std over {counts[0]} seeds (the seeds column)."
+    return (
+        f"{base} Mean ± std over the seeds column's count; a row with one seed shows that single run's "
+        "number, without a spread."
+    )
+
+
+def main_runs(trained: list) -> list:
+    """The table's runs: ``<env>-<algo>-<reward>-s<seed>``, ablations left out."""
+    return [
+        r
+        for r in trained
+        if r.config.name == f"{r.config.env}-{r.config.algo}-{r.config.reward}-s{r.config.seed}"
+    ]
+
+
+def _span(values) -> str:
+    values = sorted(set(values))
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    if ints and len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}–{values[-1]}"
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def setting_line(runs: list) -> str:
+    """What the runs are, read from their configs: envs, m, algos, reward modes, seeds, iterations."""
+    cfgs = [r.config for r in runs]
+    return (
+        f"**The runs** ({len(runs)}): {_span(c.env for c in cfgs)} at m = {_span(c.misalignment for c in cfgs)}; "
+        f"{_span(c.algo for c in cfgs)} with the {_span(c.reward for c in cfgs)} rewards; seeds "
+        f"{_span(c.seed for c in cfgs)}; {_span(c.iterations for c in cfgs)} iterations of "
+        f"{_span(c.tasks_per_iter for c in cfgs)} tasks × {_span(c.group_size for c in cfgs)} copies."
+    )
+
+
+def noise_lines(trained: list) -> list[str]:
+    """What the run's own numbers say, and how far its seeds disagree: the story's second half."""
+    from rspo.analysis import method_name
+
+    runs = main_runs(trained)
+    finals: dict[tuple, list[float]] = {}
+    for run in runs:
+        evals = [r["eval/success"] for r in run.rows if "eval/success" in r]
+        if evals:
+            key = (run.config.env, run.config.algo, method_name(run.config))
+            finals.setdefault(key, []).append(100 * evals[-1])
+    if not finals:
+        return []
+    seeds = sorted({len(v) for v in finals.values()})
+    n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+    ends = "; ".join(
+        f"{env} {algo} {method} {sum(v) / len(v):.0f}%" for (env, algo, method), v in sorted(finals.items())
+    )
+    spread = max(max(v) - min(v) for v in finals.values())
+    lines = [
+        setting_line(runs),
+        f"**Where they end** (final greedy test success, mean over {n} seed(s)): {ends}.",
+    ]
+    if seeds[-1] < 2:
+        lines.append(
+            "**What is noise here.** With one seed per method there is no spread over seeds to compare "
+            "against: any difference between methods may be noise, and no claim can be decided."
+        )
+    else:
+        lines.append(
+            f"**What is noise here.** {n} seeds per method: the seeds of one method end up to {spread:.0f} "
+            "points apart here, and the claims' 95% bootstrap intervals (each method's seeds resampled) are "
+            "as wide as that spread allows. A verdict of 'within noise' is the expected one at this number "
+            "of seeds; read the direction, not the size. The committed runs in the claims section (10 "
+            "seeds for GRPO on the lab) are the kit's result."
+        )
+    return lines
+
+
+def committed_claims(envs: set[str] | None = None) -> str:
+    """The claims table committed in docs/lab/README.md (its rows of ``envs`` only, if given), or ''
+    outside a checkout."""
+    path = ROOT / "docs" / "lab" / "README.md"
+    if not path.is_file():
+        return ""
+    m = re.search(r"<!-- claims -->\n(.*?)<!-- /claims -->", path.read_text(), re.S)
+    if not m:
+        return ""
+    lines = m.group(1).strip().splitlines()
+    rows = [line for line in lines[2:] if not envs or line.split("|")[1].strip() in envs]
+    return "\n".join(lines[:2] + rows) if rows else ""
+
+
+def claims_block(results: dict, trained: list) -> list[str]:
+    """The claims table over this run's runs: notebook 05's (``results.json``), else decided here."""
+    from rspo.analysis import to_markdown
+
+    saved = results.get("05_analysis", {}).get("claims")
+    if saved:
+        head, rows, source = saved["head"], saved["rows"], "notebook 05, from `results.json`"
+    else:
+        from rspo.claims import claims_table
+
+        try:
+            head, rows = claims_table(trained)
+        except Exception as err:  # runs too short for a reading: say so, not a traceback
+            head, rows = [], []
+            source = f"not decided: {type(err).__name__}: {err}"
+        else:
+            source = "decided from the runs folder (notebook 05 saved none)"
+    lines = [
+        "The paper's three claims, decided by the rules `docs/lab/protocol.md` fixed before any RSPO run "
+        "(`rspo.claims`): (a) outcome is slow, (b) dense is biased, (c) RSPO ≥ both. Differences in "
+        "points of final greedy test success, 95% bootstrap intervals over seeds; seeds are "
+        f"outcome/dense/RSPO ({source}).",
+        "",
+    ]
+    if rows:
+        lines += [to_markdown([str(h) for h in head], [[str(c) for c in r] for r in rows]), ""]
+    else:
+        lines += [
+            "(no claim decided: it needs finished outcome, dense and RSPO runs of one env and algo)",
+            "",
+        ]
+    committed = committed_claims({r.config.env for r in trained})
+    if committed:
+        lines += [
+            "For comparison, the committed runs' table (docs/lab/README.md: the lab at 10 seeds for GRPO, "
+            "2 for GiGPO; household and shop from docs/results-cpu at 3):",
+            "",
+            committed,
+            "",
+        ]
+    return lines
+
+
+def key_numbers(entry: dict, width: int = 160) -> str:
+    """A notebook's ``results.json`` entry in one short line: its scalars and dicts of scalars."""
+    parts = []
+    for key, value in entry.items():
+        if isinstance(value, bool | int | float | str):
+            parts.append(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}")
+        elif (
+            isinstance(value, dict)
+            and value
+            and all(isinstance(v, int | float | str) for v in value.values())
+        ):
+            inner = ", ".join(
+                f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
+            )
+            parts.append(f"{key}: {inner}")
+        elif isinstance(value, list) and key == "runs":
+            parts.append(f"{len(value)} runs")
+    text = "; ".join(parts)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def figure_data(path: Path) -> dict | None:
+    """``{"data", "layout"}`` of a figure saved as standalone HTML by plotly (None if not one)."""
+    text = path.read_text(errors="replace")
+    at = text.find("Plotly.newPlot(")
+    if at < 0:
+        return None
+    decoder, pos, values = json.JSONDecoder(), at + len("Plotly.newPlot("), []
+    try:
+        for _ in range(3):  # the div id, the data, the layout
+            while text[pos] in " \t\r\n,":
+                pos += 1
+            value, pos = decoder.raw_decode(text, pos)
+            values.append(value)
+    except (ValueError, IndexError):
+        return None
+    return {"data": values[1], "layout": values[2]}
+
+
+def plot_div(figure: dict, div_id: str) -> str:
+    """A div and the script that draws ``figure`` into it (plotly.js loaded before)."""
+    payload = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")
+    return (
+        f'<div id="{div_id}" class="plot"></div>\n<script>(function() {{ var f = {payload}; '
+        f'Plotly.newPlot("{div_id}", f.data, f.layout, {{"responsive": true}}); }})();</script>'
+    )
+
+
+def render_notebook(path: Path, plotly_src: str = PLOTLY_JS) -> Path:
+    """``path`` (an executed notebook) as ``<stem>.html`` beside it, by nbconvert's lab template: the
+    plotly outputs drawn from their data with ``plotly_src`` (loaded once, at the first figure), and
+    no require.js (with it, plotly.js would register as a module instead of ``window.Plotly``)."""
+    import jinja2
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(path, as_version=4)
+    k = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            fig = output.get("data", {}).get("application/vnd.plotly.v1+json")
+            if fig is None:
+                continue
+            loader = f'<script src="{plotly_src}"></script>\n' if k == 0 else ""
+            output["data"]["text/html"] = loader + plot_div(
+                {"data": fig.get("data", []), "layout": fig.get("layout", {})}, f"plot-{k}"
+            )
+            k += 1
+    template = "{%- extends 'index.html.j2' -%}\n{%- block html_head_js_requirejs -%}{%- endblock -%}\n"
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[jinja2.DictLoader({"rspo_notebook.html.j2": template})],
+        template_file="rspo_notebook.html.j2",
+    )
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
+    out = path.with_suffix(".html")
+    out.write_text(body, encoding="utf-8")
+    return out
+
+
+def render_notebooks(out: Path, runs: list) -> dict[str, Path]:
+    """Every executed notebook of ``runs`` rendered (:func:`render_notebook`), ``plotly.min.js``
+    written once beside them; a notebook that cannot be rendered is left out (linked as .ipynb)."""
+    import plotly.offline
+
+    (out / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+    rendered = {}
+    for run in runs:
+        try:
+            rendered[run.name] = render_notebook(run.output)
+        except Exception as err:  # a report without one rendered notebook beats no report
+            print(f"report: {run.output.name} not rendered to HTML ({type(err).__name__}: {err})")
+    return rendered
+
+
+class Report:
+    """Blocks of Markdown, each with an optional HTML of its own (inline figures) for report.html."""
+
+    def __init__(self):
+        self.blocks: list[tuple[str, str | None]] = []
+
+    def md(self, *lines: str) -> None:
+        self.blocks.append(("\n".join(lines), None))
+
+    def both(self, md: str, html_text: str) -> None:
+        self.blocks.append((md, html_text))
+
+    def markdown(self) -> str:
+        return "\n".join(md for md, _ in self.blocks).rstrip() + "\n"
+
+    def html_body(self) -> str:
+        import mistune
+
+        return "\n".join(h if h is not None else mistune.html(md) for md, h in self.blocks)
+
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+  line-height: 1.55; color: #1f2328; max-width: 1100px; margin: 0 auto; padding: 1.5rem 2rem 4rem; }
+h1 { font-size: 1.9rem; margin-bottom: .2rem; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: .3rem;
+  margin-top: 2.2rem; } code { background: #f3f4f6; padding: .1em .3em; border-radius: 4px; font-size: .92em; }
+header.report-header { border-bottom: 2px solid #2f6fb0; margin-bottom: 1.5rem; padding-bottom: .8rem; }
+header.report-header dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; margin: .6rem 0 0; }
+header.report-header dt { font-weight: 600; color: #57606a; } header.report-header dd { margin: 0; }
+table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .9rem; display: block; overflow-x: auto; }
+th, td { border: 1px solid #b6bec8; padding: .35rem .6rem; text-align: left; vertical-align: top; }
+th { background: #eef2f7; } tr:nth-child(even) td { background: #f8f9fb; }
+blockquote { border-left: 4px solid #d29922; background: #fff8e6; margin: 1rem 0; padding: .4rem 1rem; }
+figure { margin: 1.2rem 0 2rem; } figcaption { color: #57606a; font-size: .9rem; margin-top: .3rem; }
+figure img { max-width: 100%; border: 1px solid #d0d7de; } .plot { width: 100%; min-height: 450px; }
+"""
+
+
+def page(title: str, header: str, body: str, with_plotly: bool) -> str:
+    head = "<meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'>"
+    head += f"<title>{html.escape(title)}</title><style>{CSS}</style>"
+    if with_plotly:
+        import plotly.offline
+
+        head += f'<script id="plotlyjs">{plotly.offline.get_plotlyjs()}</script>'
+    return f"<!doctype html>\n<html lang='en'><head>{head}</head><body>\n{header}\n{body}\n</body></html>\n"
+
+
+def figures_blocks(report: Report, out: Path) -> bool:
+    """The figures under ``out/figures`` (PNG as images, plotly HTML redrawn inline); True when a
+    plotly figure needs plotly.js in the page."""
+    figures = sorted((out / "figures").glob("*")) if (out / "figures").is_dir() else []
+    figures = [f for f in figures if f.suffix in (".png", ".html")]
+    if not figures:
+        report.md("(no figures)", "")
+        return False
+    interactive = False
+    for k, fig in enumerate(figures):
+        rel = fig.relative_to(out).as_posix()
+        caption = f"{fig.stem[:2]} · {fig.stem[3:].replace('_', ' ')}" if fig.stem[:2].isdigit() else fig.stem
+        if fig.suffix == ".png":
+            md = f"![{fig.stem}]({rel})"
+            inner = f'<img src="{html.escape(rel)}" alt="{html.escape(fig.stem)}">'
+        else:
+            md = f"- [{fig.stem}]({rel}) (interactive HTML)"
+            data = figure_data(fig)
+            if data is None:
+                report.md(md)
+                continue
+            inner, interactive = plot_div(data, f"figure-{k}"), True
+        link = f' (<a href="{html.escape(rel)}">{html.escape(fig.name)}</a>)'
+        report.both(md, f"<figure>{inner}<figcaption>{html.escape(caption)}{link}</figcaption></figure>")
+    report.md("")
+    return interactive
+
+
+def write_report(
+    profile: str,
+    out: Path,
+    runs: list,
+    finished_only: bool = False,
+    total_seconds: float | None = None,
+    render: bool = True,
+) -> Path:
+    """``report.md`` and ``report.html`` in ``out`` (see the module docstring); ``finished_only``:
+    opening with how many of the profile's table runs are finished, and which are missing;
+    ``total_seconds``: the job's time (default: the notebooks' sum); ``render``: the notebooks to HTML."""
+    from rspo.analysis import aggregate, load_runs, mixed_starts, results_table, summarise, to_markdown
+    from rspo.experiments import PROFILE_NOTES
+    from rspo.reproduce import RECONSTRUCTION_NOTE, _status_lines, runs_dir, table_status
+
+    results = load_results(out)
+    total = total_seconds if total_seconds is not None else sum(r.seconds for r in runs)
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    note = PROFILE_NOTES.get(profile, profile)
+    facts = [
+        ("profile", f"{profile} — {note}"),
+        ("date", date),
+        ("machine", machine_text()),
+        ("total time", f"{seconds_text(total)} ({len(runs)} notebooks)"),
+    ]
+    title = f"rspo kit — reproduction report (`{profile}` profile)"
+    header = (
+        '<header class="report-header">'
+        f"<h1>{html.escape(title.replace('`', ''))}</h1><dl>"
+        + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in facts)
+        + "</dl></header>"
+    )
+    report = Report()
+    report.both("\n".join([f"# {title}", ""] + [f"- **{k}:** {v}" for k, v in facts] + [""]), "")
+    if finished_only:
+        report.md(*_status_lines(*table_status(profile, out)))
+    where = runs_dir(profile, out)
+    trained = load_runs(where) if where.is_dir() else []
+    report.md("## What this profile shows", "", STORIES.get(profile, f"Profile: {note}."), "")
+    for line in noise_lines(trained):
+        report.md(line, "")
+    report.md("## The claims", "", *claims_block(results, trained))
+    report.md("## Results", "")
+    if trained:
+        agg = aggregate(summarise(trained))
+        head, rows = results_table(agg)
+        report.md(to_markdown(head, rows), "", seed_caption(agg), "")
+        report.md(*[f"> {line}\n" for line in mixed_starts(trained)])
+    else:
+        report.md("(no training runs in this profile's notebooks yet)", "")
+    report.md("## Figures", "")
+    interactive = figures_blocks(report, out)
+    rendered = render_notebooks(out, runs) if render else {}
+    report.md(
+        "## Notebooks",
+        "",
+        "Each executed notebook rendered as a page (the .ipynb beside it opens in JupyterLab); key numbers "
+        "from `results.json`.",
+        "",
+        "| notebook | executed copy | seconds | key numbers |",
+        "|---|---|---|---|",
+    )
+    for r in runs:
+        page_link = f"[{r.name}]({rendered[r.name].name})" if r.name in rendered else r.name
+        numbers = key_numbers(results.get(r.name, {})).replace("|", "/")
+        report.md(f"| {page_link} | [{r.output.name}]({r.output.name}) | {r.seconds:.0f} | {numbers} |")
+    report.md("", "## Machine", "", f"- {machine_text()}", f"- {versions()}", "")
+    report.md("## What is reconstructed", "", RECONSTRUCTION_NOTE, "")
+    (out / "report.md").write_text(report.markdown(), encoding="utf-8")
+    text = page(f"rspo reproduce {profile}", header, report.html_body(), interactive)
+    (out / "report.html").write_text(text, encoding="utf-8")
+    return out / "report.md"
