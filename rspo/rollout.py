@@ -4,63 +4,22 @@ Each turn the policy is called once on the prompts of every live environment; an
 terminates or runs out of steps drops out. Prompts are rebuilt per step by :class:`AgentView`
 (:mod:`rspo.prompts`): task, step count, the last ``history`` observation/action pairs, the
 environment's memory line, the current observation and the admissible actions.
+
+The records (:class:`~rspo.records.Turn`, :class:`~rspo.records.Episode`) live in :mod:`rspo.records`
+and are re-exported here.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import rspo.envs
 from rspo.envs.base import TextEnv
-from rspo.policies.base import ActionSample
 from rspo.prompts import build_prompt
+from rspo.records import ActionSample, Episode, Turn
 
-
-@dataclass
-class Turn:
-    """One step of one episode, with everything training needs.
-
-    ``reward`` is the environment's outcome reward for the step; ``process_reward`` the dense one;
-    ``valid`` is False when the environment rejected the action (or generate mode wrote no action).
-    """
-
-    prompt: str
-    candidates: list[str]
-    action: str
-    choice: int | None
-    action_ids: list[int]
-    token_logprobs: list[float]  # behaviour log-probs (the policy that acted)
-    anchor: str
-    reward: float
-    process_reward: float
-    valid: bool
-    value: float | None = None
-    ref_logprobs: list[float] | None = None  # log-probs under the run's KL reference, once computed
-
-    @property
-    def logprob(self) -> float:
-        return float(sum(self.token_logprobs))
-
-
-@dataclass
-class Episode:
-    """One trajectory: ``group`` indexes the task within the batch, ``copy`` the copy within its group."""
-
-    env: str
-    task_id: str
-    group: int
-    copy: int
-    turns: list[Turn] = field(default_factory=list)
-    won: bool = False
-    score: float = 0.0  # total outcome reward (household: 1 on success; shop: WebShop reward r)
-    progress: float = 0.0
-    truncated: bool = False
-    source: str = "learner"  # who collected it ("learner", "explorer")
-
-    def __len__(self) -> int:
-        return len(self.turns)
+__all__ = ["AgentView", "Episode", "Turn", "collect", "expert_demonstrations", "make_envs"]
 
 
 class AgentView:

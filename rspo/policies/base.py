@@ -9,53 +9,22 @@ A policy maps per-step prompts (text, see :mod:`rspo.prompts`) to actions, in on
 
 Both report per-turn log-probs as a padded ``(N, L)`` tensor with a mask, ``L = 1`` in score mode,
 so the PPO-clip token loss is the same code for both.
+
+The records a policy takes and returns (:class:`~rspo.records.ActionSample`,
+:class:`~rspo.records.TurnInput`) live in :mod:`rspo.records` and are re-exported here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import torch
 
-from rspo.registry import ACTION_MODES  # noqa: F401 (re-exported: rspo.policies.ACTION_MODES)
+from rspo.records import ActionSample, TurnInput
+from rspo.registry import ACTION_MODES
 
-
-@dataclass
-class ActionSample:
-    """One action chosen by a policy for one prompt.
-
-    Attributes:
-        action: the text sent to the environment.
-        valid_format: the model's output parsed to an action (generate mode); always True in score mode.
-        action_ids: the token ids of the action as the policy scored or wrote them.
-        token_logprobs: behaviour log-probs, per generated token (generate) or ``[log pi(choice)]`` (score).
-        choice: index of the action in the candidates (score mode), else None.
-        value: the value head's V(s) of the prompt, when the policy has a value head.
-        text: the raw model output (generate mode), for logging and the parser tests.
-    """
-
-    action: str
-    valid_format: bool
-    action_ids: list[int]
-    token_logprobs: list[float]
-    choice: int | None = None
-    value: float | None = None
-    text: str = ""
-
-    @property
-    def logprob(self) -> float:
-        return float(sum(self.token_logprobs))
-
-
-@dataclass
-class TurnInput:
-    """What the policy needs to re-score one taken turn: prompt, candidates and the taken action."""
-
-    prompt: str
-    candidates: list[str] | None  # score mode: the admissible actions, in the order scored
-    choice: int | None  # score mode: the index taken
-    action_ids: list[int] = field(default_factory=list)  # generate mode: the tokens written
+__all__ = ["ACTION_MODES", "ActionSample", "Policy", "PolicyOutput", "TurnInput"]
 
 
 @dataclass
