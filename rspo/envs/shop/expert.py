@@ -11,16 +11,29 @@ most 1 + 4 + 1 + 2 + 1 = 9 steps, within the 15-step horizon.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from rspo.envs.shop.catalogue import Catalogue, Goal
 from rspo.envs.shop.pages import PAGE_SIZE
 from rspo.envs.shop.reward import matching_value, option_matches
 
-if TYPE_CHECKING:
-    from rspo.envs.shop.env import ShopEnv
+
+class ShopState(Protocol):
+    """What the expert reads of the shop (:class:`rspo.envs.shop.env.ShopEnv` is one): the page, the
+    goal with its hidden constraints, and the reward of each product's best purchase."""
+
+    page: str  # "search", "results", "item", "done" or a sub-page of an item
+    goal: Goal
+    catalogue: Catalogue
+    results: tuple[int, ...]  # the last search's product indices, best first
+    page_no: int  # the results page shown (from 1)
+    item: int  # the product of the item page
+    chosen: dict[str, str]  # the options chosen on the item page
+
+    def best_reward(self, i: int) -> float: ...
 
 
-def expert_action(env: ShopEnv) -> str:
+def expert_action(env: ShopState) -> str:
     """The expert's next action in ``env``'s current state ("" once the episode has ended)."""
     if env.page == "done":
         return ""
