@@ -41,8 +41,8 @@ STORIES = {
         "and ends at least as high as both."
     ),
     "smoke": (
-        "The smoke profile runs the quick profile's notebooks (the `detour` lab at m = 0.1, GRPO, seeds "
-        "0 and 1) at **2 training iterations**: a check that the whole pipeline runs, from the warm "
+        "The smoke profile runs the quick profile's notebooks (the `detour` lab, GRPO, seeds 0 and 1) at "
+        "the smoke training scale, **2 iterations** of 2 tasks: a check that the whole pipeline runs, from the warm "
         "start to this report. Two iterations move no policy far: **none of its numbers is a result**, "
         "and every difference between methods below is noise."
     ),
@@ -215,7 +215,7 @@ def claims_block(results: dict, trained: list) -> list[str]:
         "The paper's three claims, decided by the rules `docs/lab/protocol.md` fixed before any RSPO run "
         "(`rspo.claims`): (a) outcome is slow, (b) dense is biased, (c) RSPO ≥ both. Differences in "
         "points of final greedy test success, 95% bootstrap intervals over seeds; seeds are "
-        f"outcome/dense/RSPO ({source}).",
+        f"outcome/dense/RSPO. Source: {source}.",
         "",
     ]
     if rows:

@@ -1,0 +1,199 @@
+"""The report of ``rspo reproduce`` (rspo.report) and the notebooks' results.json (rspo.results).
+
+A report is written here over a made-up output folder - committed lab runs copied in, a PNG and a
+plotly figure, one executed notebook with a plotly output, a results.json - without running a
+notebook; ``tests/test_notebooks.py`` writes one from a real (smoke) run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rspo.results import jsonable, load_results, run_numbers, save_results
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = ROOT / "docs" / "lab" / "runs"
+CLAIMS_HEAD = ["env", "m", "algo", "seeds o/d/r", "(a) outcome slow", "(b) dense biased", "(c) RSPO >= both"]
+MARK = "CLAIMS-ROW-FROM-RESULTS-JSON"
+
+
+def _notebook(path: Path) -> None:
+    """A small executed notebook: a markdown cell and a code cell with a plotly figure output."""
+    import nbformat
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[0, 1, 2], y=[0, 40, 90], name="outcome"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# 00 · Quickstart\n\nSome prose."),
+        nbformat.v4.new_code_cell(
+            "fig",
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data", data={"application/vnd.plotly.v1+json": json.loads(fig.to_json())}
+                )
+            ],
+        ),
+    ]
+    nbformat.write(nb, path)
+
+
+@pytest.fixture
+def out(tmp_path):
+    """An output folder as `rspo reproduce --profile quick` leaves it before the report is written."""
+    if not LAB.is_dir():
+        pytest.skip("needs the committed lab runs (docs/lab/runs)")
+    import plotly.graph_objects as go
+
+    out = tmp_path / "reproduce-quick"
+    runs = out / "runs"
+    runs.mkdir(parents=True)
+    for folder, name in [("m0", "detour-grpo-outcome-s0"), ("m0", "detour-grpo-outcome-s1")] + [
+        ("m0.1", f"detour-grpo-{reward}-s{seed}") for reward in ("dense", "rspo") for seed in (0, 1)
+    ]:
+        shutil.copytree(LAB / folder / name, runs / name)
+    figures = out / "figures"
+    figures.mkdir()
+    (figures / "01_curves.png").write_bytes(b"\x89PNG fake")
+    go.Figure(go.Bar(x=["a", "b"], y=[3, 5]), layout_title_text="bars of 04").write_html(
+        figures / "04_bars.html", include_plotlyjs=True
+    )
+    _notebook(out / "00_quickstart.ipynb")
+    save_results(figures, "00_quickstart", env="detour", rspo_steps_ratio=1.97)
+    save_results(
+        figures, "05_analysis", claims={"head": CLAIMS_HEAD, "rows": [["detour", "0.1", "grpo", MARK]]}
+    )
+    return out
+
+
+def _write(out, **kw):
+    from rspo.reproduce import NotebookRun, write_report
+
+    runs = [NotebookRun("00_quickstart", 12.0, out / "00_quickstart.ipynb")]
+    write_report("quick", out, runs, total_seconds=754, **kw)
+    return (out / "report.md").read_text(), (out / "report.html").read_text()
+
+
+def test_the_report_opens_with_a_header_the_story_and_the_claims(out):
+    md, html = _write(out)
+    # the header: profile, date, machine, total time
+    header = html[html.index('<header class="report-header">') : html.index("</header>")]
+    for fact in ("profile", "date", "machine", "total time", "quick", "UTC", "12 min 34 s"):
+        assert fact in header
+    assert "- **total time:** 12 min 34 s (1 notebooks)" in md
+    # styled: a readable font, tables with borders
+    assert "font-family: system-ui" in html and "border: 1px solid" in html and "border-collapse" in html
+    # the story in words: what the quick profile is, the runs as their configs say, what is noise
+    assert "credit-assignment lab" in md and "m = 0.1" in md and "seeds 0 and 1" in md
+    assert (
+        "**The runs** (6): detour at m = 0, 0.1; grpo with the dense, outcome, rspo rewards; seeds 0, 1" in md
+    )
+    assert "**What is noise here.** 2 seeds per method" in md
+    # the claims table first: before the results table and the figures, in both files
+    for text, h in ((md, "## {}"), (html, "<h2>{}</h2>")):
+        assert text.index(MARK) < text.index(h.format("Results")) < text.index(h.format("Figures"))
+    assert html.index(MARK) < html.index('class="plot"')
+    assert "notebook 05, from `results.json`" in md
+    # the committed runs' claims (docs/lab/README.md) beside it, this profile's environment only
+    assert "| detour | 0.1 | grpo | 10/10/10 |" in md and "| household |" not in md
+
+
+def test_figures_inline_with_plotly_js_once_and_notebooks_linked_as_html(out):
+    md, html = _write(out)
+    # plotly.js once, in the head; each plotly figure redrawn inline from its data; PNGs as images
+    assert html.count('<script id="plotlyjs">') == 1 and html.count("* plotly.js v") == 1
+    assert html.index('<script id="plotlyjs">') < html.index("<body>")
+    assert html.count('class="plot"') == 1 and '"bars of 04"' in html
+    assert '<img src="figures/01_curves.png"' in html
+    assert "![01_curves](figures/01_curves.png)" in md and "[04_bars](figures/04_bars.html)" in md
+    # the executed notebook rendered by nbconvert and linked as HTML; its figure drawn from plotly.min.js
+    assert "| [00_quickstart](00_quickstart.html) | [00_quickstart.ipynb](00_quickstart.ipynb) | 12 |" in md
+    page = (out / "00_quickstart.html").read_text()
+    assert (
+        '<script src="plotly.min.js"></script>' in page and "Plotly.newPlot" in page and "Some prose." in page
+    )
+    assert "require.min.js" not in page  # with require.js, plotly.js would not define window.Plotly
+    assert (out / "plotly.min.js").stat().st_size > 1_000_000
+    assert 'href="00_quickstart.html"' in html
+    # the notebook's key numbers from results.json
+    assert "env detour; rspo_steps_ratio 1.97" in md
+
+
+def test_the_report_decides_the_claims_itself_without_notebook_05(out):
+    results = load_results(out)
+    del results["05_analysis"]
+    (out / "results.json").write_text(json.dumps(results))
+    md, _ = _write(out, render=False)
+    assert MARK not in md and "decided from the runs folder" in md
+    assert "| detour | 0.1 | grpo | 2/2/2 |" in md  # outcome at m = 0 serves m = 0.1
+    assert "[00_quickstart](00_quickstart.html)" not in md and "| 00_quickstart |" in md  # not rendered
+
+
+def test_the_results_caption_says_one_seed_when_there_is_one():
+    from rspo.report import seed_caption
+
+    one = seed_caption([{"seeds": 1}, {"seeds": 1}])
+    assert "One seed per row" in one and "mean ± std" not in one.lower()
+    assert "Mean ± std over 3 seeds" in seed_caption([{"seeds": 3}])
+    assert "a row with one seed" in seed_caption([{"seeds": 1}, {"seeds": 2}])
+
+
+def test_save_results_merges_per_notebook_and_needs_a_folder(tmp_path):
+    figures = tmp_path / "figures"
+    assert save_results("", "00_quickstart", x=1) is None and not list(tmp_path.iterdir())
+    save_results(figures, "00_quickstart", ratio=1.5, steps=(1, 2))
+    save_results(figures, "01_environments_and_rewards", won={"household": 3})
+    save_results(figures, "00_quickstart", ratio=2.0, nan=math.nan)  # replaces 00's entry only
+    assert load_results(tmp_path) == {
+        "00_quickstart": {"ratio": 2.0, "nan": None},
+        "01_environments_and_rewards": {"won": {"household": 3}},
+    }
+    assert load_results(tmp_path / "nowhere") == {}
+
+
+def test_jsonable_and_run_numbers():
+    import numpy as np
+    import torch
+
+    from rspo.analysis import load_runs
+
+    value = {1: (np.float32(0.5), torch.tensor(2.0), float("inf")), "p": Path("/x"), "a": np.arange(2)}
+    assert jsonable(value) == {"1": [0.5, 2.0, None], "p": "/x", "a": [0, 1]}
+    runs = [r for r in load_runs(LAB / "m0.1") if r.config.name == "detour-grpo-rspo-s0"]
+    if not runs:
+        pytest.skip("needs the committed lab runs (docs/lab/runs)")
+    (n,) = run_numbers(runs)
+    assert n["name"] == "detour-grpo-rspo-s0" and n["reward"] == "rspo" and n["misalignment"] == 0.1
+    assert n["finished"] and n["iterations"] == runs[0].config.iterations
+    assert n["eval_success_final"] == 100 * runs[0].rows[-1]["eval/success"]
+    json.dumps(n)  # machine-readable as it is
+
+
+def test_figure_data_reads_what_plotly_writes(tmp_path):
+    import plotly.graph_objects as go
+
+    from rspo.report import figure_data
+
+    path = tmp_path / "f.html"
+    go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]), layout_title_text="t").write_html(path, include_plotlyjs=True)
+    data = figure_data(path)
+    assert data["data"][0]["z"] == [[1, 2], [3, 4]] and data["layout"]["title"]["text"] == "t"
+    (tmp_path / "g.html").write_text("<html>no figure</html>")
+    assert figure_data(tmp_path / "g.html") is None
+
+
+def test_publish_names_a_notebook_page_without_the_figure_note(tmp_path):
+    from rspo.reproduce import publish_report
+
+    report = tmp_path / "out" / "report.md"
+    report.parent.mkdir()
+    report.write_text(
+        "| [00_quickstart](00_quickstart.html) | [00_quickstart.ipynb](00_quickstart.ipynb) |\n"
+    )
+    text = publish_report(report, tmp_path / "docs" / "r.md").read_text()
+    assert text == "| 00_quickstart | 00_quickstart.ipynb |\n"
