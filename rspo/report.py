@@ -194,11 +194,12 @@ def committed_claims(envs: set[str] | None = None) -> str:
     return "\n".join(lines[:2] + rows) if rows else ""
 
 
-def claims_block(results: dict, trained: list) -> list[str]:
-    """The claims table over this run's runs: notebook 05's (``results.json``), else decided here."""
+def claims_block(results: dict, trained: list, ran: set[str]) -> list[str]:
+    """The claims table over this run's runs: notebook 05's (``results.json``, when it ran in this job:
+    ``ran``, the notebooks' stems), else decided here."""
     from rspo.analysis import to_markdown
 
-    saved = results.get("05_analysis", {}).get("claims")
+    saved = results.get("05_analysis", {}).get("claims") if "05_analysis" in ran else None
     if saved:
         head, rows, source = saved["head"], saved["rows"], "notebook 05, from `results.json`"
     else:
@@ -245,7 +246,7 @@ def key_numbers(entry: dict, width: int = 160) -> str:
             parts.append(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}")
         elif (
             isinstance(value, dict)
-            and value
+            and 0 < len(value) <= 6
             and all(isinstance(v, int | float | str) for v in value.values())
         ):
             inner = ", ".join(
@@ -449,7 +450,7 @@ def write_report(
     report.md("## What this profile shows", "", STORIES.get(profile, f"Profile: {note}."), "")
     for line in noise_lines(trained):
         report.md(line, "")
-    report.md("## The claims", "", *claims_block(results, trained))
+    report.md("## The claims", "", *claims_block(results, trained, {r.name for r in runs}))
     report.md("## Results", "")
     if trained:
         agg = aggregate(summarise(trained))
