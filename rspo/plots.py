@@ -187,7 +187,8 @@ def knob_heatmaps(
 
     def figure(gamma: float, omega: float, adv_norm: str) -> go.Figure:
         adv = advantages_fn(gamma, omega, adv_norm)
-        zmax = {n: max(ranges.get((adv_norm, n), 0.0), _peak(v)) for n, v in adv.items()}
+        # a setting off the grid could exceed the grid's largest |A|: widen rather than clip (never on the grid)
+        zmax = {n: max([ranges.get((adv_norm, n), 1.0), *(abs(x) for x in v)]) for n, v in adv.items()}
         label = f"{title}: γ = {gamma:.2f}, ω = {omega:.2f}, adv_norm = {adv_norm} (colour ranges fixed)"
         return advantage_heatmaps(episodes, adv, title=label, zmax=zmax)
 
