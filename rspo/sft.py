@@ -73,6 +73,11 @@ class WarmStartConfig:
         import rspo.envs
 
         spec = rspo.envs.spec(self.env)  # a clear error for an unknown environment
+        if spec.tokenizer_family is None:
+            raise ValueError(
+                f"environment {self.env!r} has no offline tokenizer, so no warm-started default policy; "
+                "train a named model (TrainConfig.model)"
+            )
         if self.history == -1:
             self.history = spec.history
         if self.n_demo_tasks < 1 or self.batch_size < 1 or self.max_prompt_tokens < 8 or self.history < 0:

@@ -140,6 +140,16 @@ def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succe
         TrainConfig(env="toy")
 
 
+def test_an_environment_without_an_offline_tokenizer_has_no_warm_start():
+    adapter = dataclasses.replace(TOY_ENV, name="toy_adapter", tokenizer_family=None)
+    with ENVS.temporary(adapter):
+        from rspo.policies import tiny
+
+        assert "toy_adapter" not in tiny.family_envs()
+        with pytest.raises(ValueError, match="no offline tokenizer.*TrainConfig.model"):
+            sft.default_config("toy_adapter")
+
+
 def test_a_temporary_entry_replaces_and_restores_one_of_the_same_name():
     reg: Registry = Registry("thing")
     first = reg.register(Estimator("a", toy_advantage))

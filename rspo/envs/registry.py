@@ -19,7 +19,10 @@ profiles           :data:`rspo.experiments.TRAIN_PROFILES`: per profile, TrainCo
 =================  ==============================================================================
 
 To try an environment without editing this file, ``with ENVS.temporary(EnvSpec(...)):``
-(:meth:`rspo.registry.Registry.temporary`); to add one for good, register it below.
+(:meth:`rspo.registry.Registry.temporary`); to add one for good, register it below. An adapter of a
+real engine that trains only named models (``TrainConfig.model``) sets ``tokenizer_family=None``:
+it then has no offline tokenizer or warm start, and the default family's tokenizer (shared by
+household and shop, and keyed on their data files) stays as it is.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ class EnvSpec:
     history: int = 2  # observation/action pairs in a prompt, for its warm start and for RL
     show_admissible: bool = True  # prompts list the admissible actions (its warm start's, and RL's on auto)
     warm_start: Mapping = field(default_factory=dict)  # WarmStartConfig fields of its default policy
-    tokenizer_family: str = "default"  # environments of one family share the offline tokenizer
+    tokenizer_family: str | None = (
+        "default"  # one family shares the offline tokenizer; None: no offline model
+    )
     data_files: tuple[str, ...] = ()  # committed files under data/<name>/ its texts come from
     extra_tokens: str | Callable | None = None  # () -> list[str]: whole tokens of its family's tokenizer
     profiles: Mapping[str, Mapping] = field(default_factory=dict)  # profile -> TrainConfig settings
