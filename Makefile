@@ -3,6 +3,8 @@
 #   make demo      - a one-second check: expert and random policies on every evaluation split
 #   make test      - lint + the test suite (what CI runs)
 #   make test-fast - the suite without the tests marked slow (whole notebooks, benchmarks end to end, kills)
+#   make browser-check - a smoke reproduce opened in JupyterLab and Chromium headless (needs a Chromium:
+#                    apt-get install chromium; not in CI, about 5-7 minutes on 2 cores)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -10,7 +12,7 @@ BIN    := $(VENV)/bin
 # On a GPU machine: make TORCH_SPEC=torch  (or install the CUDA build of your choice first).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv reproduce demo test test-fast lint bench clean
+.PHONY: venv reproduce demo test test-fast lint bench browser-check clean
 
 # pip's own progress (not --quiet), and a line every 20 s while pip installs without a word: a fresh
 # install takes minutes, and a silent terminal looks hung
@@ -42,6 +44,13 @@ test-fast: venv
 
 bench: venv
 	$(BIN)/python benchmarks/bench_envs.py
+
+# the executed notebooks in JupyterLab, notebook 02's widgets moved, report.html and the rendered notebooks,
+# in Chromium headless; screenshots in runs/browser-check/ (CHROMIUM: the browser's executable)
+CHROMIUM ?= /usr/bin/chromium
+browser-check: venv
+	$(PIP) -e ".[browser]"
+	$(BIN)/python benchmarks/browser_check.py runs/reproduce-smoke --smoke --chromium $(CHROMIUM)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache

@@ -306,6 +306,9 @@ def render_notebook(path: Path, plotly_src: str = PLOTLY_JS) -> Path:
                 {"data": fig.get("data", []), "layout": fig.get("layout", {})}, f"plot-{k}"
             )
             k += 1
+    views = "application/vnd.jupyter.widget-view+json"
+    if not any(views in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])):
+        nb.metadata.pop("widgets", None)  # no widget shown: no widget manager fetched from unpkg.com
     template = "{%- extends 'index.html.j2' -%}\n{%- block html_head_js_requirejs -%}{%- endblock -%}\n"
     exporter = HTMLExporter(
         template_name="lab",

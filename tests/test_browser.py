@@ -1,0 +1,48 @@
+"""The browser check (benchmarks/browser_check.py) as a test: a smoke reproduce opened in JupyterLab
+and Chromium headless. Slow (minutes); skipped without Playwright (``pip install -e ".[browser]"``)
+or a Chromium (``apt-get install chromium``; ``RSPO_CHROMIUM`` names another executable).
+
+``RSPO_BROWSER_OUT`` names a finished ``rspo reproduce`` folder to check instead of running the smoke
+profile here. Screenshots go to ``runs/browser-check-test/``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("RSPO_CHROMIUM", "/usr/bin/chromium")
+
+
+def _browser_check():
+    spec = importlib.util.spec_from_file_location("browser_check", ROOT / "benchmarks" / "browser_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_notebooks_widgets_and_report_draw_in_a_real_browser(tmp_path):
+    pytest.importorskip("playwright", reason='the browser extra: pip install -e ".[browser]"')
+    pytest.importorskip("papermill")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set RSPO_CHROMIUM)")
+    out = Path(os.environ.get("RSPO_BROWSER_OUT") or tmp_path / "reproduce-smoke")
+    if not (out / "report.html").is_file():
+        subprocess.run(
+            [sys.executable, "-m", "rspo.cli", "reproduce", "--profile", "smoke", "--out", str(out)],
+            check=True,
+            cwd=ROOT,
+        )
+    result = _browser_check().check(out, ROOT / "runs" / "browser-check-test", CHROMIUM)
+    assert not result.failures, "\n".join(result.failures)
+    # every executed notebook was opened in JupyterLab, the widget was moved, every page was opened
+    stems = {p.stem for p in out.glob("[0-9][0-9]_*.ipynb")}
+    assert {f"lab-{s}" for s in stems} | {f"html-{s}" for s in stems} <= set(result.checked)
+    assert "lab-02-widgets" in result.checked and "html-report" in result.checked
