@@ -176,7 +176,7 @@ def test_jsonable_and_run_numbers():
 def test_figure_data_reads_what_plotly_writes(tmp_path):
     import plotly.graph_objects as go
 
-    from rspo.report import figure_data
+    from rspo.report_html import figure_data
 
     path = tmp_path / "f.html"
     go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]), layout_title_text="t").write_html(path, include_plotlyjs=True)
