@@ -196,3 +196,22 @@ def test_publish_names_a_notebook_page_without_the_figure_note(tmp_path):
     )
     text = publish_report(report, tmp_path / "docs" / "r.md").read_text()
     assert text == "| 00_quickstart | 00_quickstart.ipynb |\n"
+
+
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "00_quickstart",
+        "01_environments_and_rewards",
+        "02_credit_assignment",
+        "03_sparse_vs_dense_baselines",
+        "04_rspo",
+        "05_analysis",
+    ],
+)
+def test_each_notebook_ends_by_saving_its_key_numbers_under_its_own_name(stem):
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
+    last = "".join(nb["cells"][-1]["source"])
+    assert f'save_results(figures_dir, "{stem}",' in last
+    if stem == "05_analysis":  # the claims the report shows first
+        assert "claims=" in last
