@@ -292,7 +292,11 @@ def lab_widgets(browser: Browser, page, out: Path, result: Result) -> None:
     ]
     for name, move in moves:
         before = signature(page, scope)
-        move()
+        try:
+            move()
+        except Exception as err:  # the control is not there, or not usable
+            result.fail(where, f"could not move {name}: {type(err).__name__}: {str(err).splitlines()[0]}")
+            continue
         deadline = time.time() + 60
         while time.time() < deadline and signature(page, scope) in ("", before):
             page.wait_for_timeout(250)
@@ -342,6 +346,14 @@ def static_pages(browser: Browser, out: Path, result: Result) -> None:
         page.close()
 
 
+def guarded(name: str, result: Result, fn, *args) -> None:
+    """``fn(*args)``; an exception (a timeout waiting for the page) is a failure of that phase."""
+    try:
+        fn(*args)
+    except Exception as err:
+        result.fail(name, f"stopped: {type(err).__name__}: {str(err).splitlines()[0][:300]}")
+
+
 def check(out: Path, shots: Path, chromium: str = CHROMIUM, lab: bool = True, widgets: bool = True) -> Result:
     from playwright.sync_api import sync_playwright
 
@@ -358,14 +370,12 @@ def check(out: Path, shots: Path, chromium: str = CHROMIUM, lab: bool = True, wi
                 t0 = time.perf_counter()
                 open_lab(page, f"http://127.0.0.1:{port}")
                 print(f"JupyterLab loaded in {time.perf_counter() - t0:.1f} s", flush=True)
-                if lab:
-                    lab_notebooks(browser, page, out, result)
-                if widgets:
-                    lab_widgets(browser, page, out, result)
-                page.evaluate(
-                    OPEN_JS.replace("await app.commands.execute('docmanager:open', {path});", ""), ""
-                )
-            static_pages(browser, out, result)
+                for wanted, phase in ((lab, lab_notebooks), (widgets, lab_widgets)):
+                    if wanted:
+                        guarded(phase.__name__, result, phase, browser, page, out, result)
+                close_all = OPEN_JS.replace("await app.commands.execute('docmanager:open', {path});", "")
+                guarded("closing the notebooks", result, page.evaluate, close_all, "")  # kernels shut down
+            guarded("static_pages", result, static_pages, browser, out, result)
         finally:
             browser.close()
             if proc is not None:

@@ -9,6 +9,7 @@ profile here. Screenshots go to ``runs/browser-check-test/``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -46,3 +47,27 @@ def test_the_notebooks_widgets_and_report_draw_in_a_real_browser(tmp_path):
     stems = {p.stem for p in out.glob("[0-9][0-9]_*.ipynb")}
     assert {f"lab-{s}" for s in stems} | {f"html-{s}" for s in stems} <= set(result.checked)
     assert "lab-02-widgets" in result.checked and "html-report" in result.checked
+
+
+def test_the_check_says_what_it_lacks_without_a_browser(tmp_path, capsys):
+    """No report to open, no Chromium: exit status 2 and a line saying what to do (no browser needed)."""
+    check = _browser_check()
+    assert check.main([str(tmp_path)]) == 2 and "rspo reproduce" in capsys.readouterr().err
+    (tmp_path / "report.html").write_text("<html></html>")
+    assert check.main([str(tmp_path), "--chromium", str(tmp_path / "none")]) == 2
+    assert "apt-get install chromium" in capsys.readouterr().err
+
+
+def test_plotly_outputs_are_counted_from_the_executed_notebook(tmp_path):
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "outputs": [{"output_type": "display_data", "data": {"application/vnd.plotly.v1+json": {}}}],
+            },
+            {"cell_type": "code", "outputs": [{"output_type": "stream", "text": "x"}]},
+            {"cell_type": "markdown", "source": "# t"},
+        ]
+    }
+    (tmp_path / "n.ipynb").write_text(json.dumps(nb))
+    assert _browser_check().plotly_outputs(tmp_path / "n.ipynb") == 1
