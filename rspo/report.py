@@ -312,7 +312,12 @@ def write_report(
     report.md("## Figures", "")
     interactive = figures_blocks(report, out)
     rendered = render_notebooks(out, runs) if render else {}
-    report.md(
+    rows = []
+    for r in runs:
+        page_link = f"[{r.name}]({rendered[r.name].name})" if r.name in rendered else r.name
+        numbers = key_numbers(results.get(r.name, {})).replace("|", "/")
+        rows.append(f"| {page_link} | [{r.output.name}]({r.output.name}) | {r.seconds:.0f} | {numbers} |")
+    report.md(  # one block: the table's rows belong to its header
         "## Notebooks",
         "",
         "Each executed notebook rendered as a page (the .ipynb beside it opens in JupyterLab); key numbers "
@@ -320,11 +325,8 @@ def write_report(
         "",
         "| notebook | executed copy | seconds | key numbers |",
         "|---|---|---|---|",
+        *rows,
     )
-    for r in runs:
-        page_link = f"[{r.name}]({rendered[r.name].name})" if r.name in rendered else r.name
-        numbers = key_numbers(results.get(r.name, {})).replace("|", "/")
-        report.md(f"| {page_link} | [{r.output.name}]({r.output.name}) | {r.seconds:.0f} | {numbers} |")
     report.md("", "## Machine", "", f"- {machine_text()}", f"- {versions()}", "")
     report.md("## What is reconstructed", "", RECONSTRUCTION_NOTE, "")
     (out / "report.md").write_text(report.markdown(), encoding="utf-8")

@@ -120,7 +120,8 @@ def test_figures_inline_with_plotly_js_once_and_notebooks_linked_as_html(out):
     )
     assert "require.min.js" not in page  # with require.js, plotly.js would not define window.Plotly
     assert (out / "plotly.min.js").stat().st_size > 1_000_000
-    assert 'href="00_quickstart.html"' in html
+    assert '<td><a href="00_quickstart.html">00_quickstart</a></td>' in html  # one table, not pipes
+    assert "<td>78</td>" in html and "| 78 |" not in html
     # the notebook's key numbers from results.json
     assert "env detour; rspo_steps_ratio 1.97" in md
 
