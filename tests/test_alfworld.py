@@ -1,0 +1,185 @@
+"""The ALFWorld adapter and household exported to ALFWorld, in the real engine, offline.
+
+Skipped without the extra (``pip install -e .[alfworld]``). No download: the games are household tasks
+exported to ALFWorld PDDL problems (:mod:`rspo.envs.alfworld.export`) in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+pytest.importorskip("alfworld", reason="the alfworld extra is not installed (pip install -e .[alfworld])")
+pytest.importorskip("textworld", reason="the alfworld extra is not installed (pip install -e .[alfworld])")
+
+from rspo.envs import INFO_KEYS  # noqa: E402
+from rspo.envs.alfworld import AlfworldEnv  # noqa: E402
+from rspo.envs.alfworld.export import entity_id, export_specs, select  # noqa: E402
+from rspo.envs.alfworld.goal import GoalProgress  # noqa: E402
+from rspo.envs.alfworld.parity import EXPLAINED, compare, run  # noqa: E402
+from rspo.envs.household.catalog import TASK_TYPES  # noqa: E402
+from rspo.envs.scripted import evaluate, expert_policy, random_policy  # noqa: E402
+
+SPECS = select("valid_seen", per_type=1)  # one task of each of the six types
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("alfworld-data")
+    export_specs(SPECS, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def env(root):
+    return AlfworldEnv(split="valid_seen", data=root)
+
+
+def test_export_ids_demangle_to_the_household_names():
+    from alfworld.agents.utils.misc import Demangler
+
+    class Info:
+        def __init__(self, id_):
+            self.id = id_
+
+    names = [f"cabinet {k}" for k in range(1, 11)] + [
+        "sinkbasin 1",
+        "sinkbasin 2",
+        "bathtubbasin 1",
+        "apple 1",
+    ]
+    ids = [entity_id(n) for n in names]
+    demangler = Demangler(game_infos={i: Info(i) for i in ids})
+    assert [demangler.demangle_alfred_name(i) for i in ids] == names
+
+
+def test_every_task_type_is_exported(root):
+    assert sorted(s["type"] for s in SPECS) == sorted(TASK_TYPES)
+    games = sorted(root.rglob("game.tw-pddl"))
+    assert len(games) == 6
+    for game in games:
+        data = json.loads(game.read_text())
+        assert {"pddl_domain", "grammar", "pddl_problem", "solvable", "walkthrough"} <= set(data)
+        assert "UNKNOWN GOAL" not in data["grammar"]
+        traj = json.loads((game.parent / "traj_data.json").read_text())
+        assert traj["task_type"] in TASK_TYPES and traj["pddl_params"]["object_target"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s["type"] for s in SPECS])
+def test_household_expert_wins_in_the_real_engine_with_only_explained_differences(root, spec):
+    record = compare(spec, root, mode="expert")
+    assert record["household_won"] and record["alfworld_won"]
+    assert record["unexplained"] == [], record["unexplained"][:3]
+    assert set(k.split(":", 1)[1] for k in record["counts"] if ":" in k) <= set(EXPLAINED)
+
+
+def test_random_walk_agrees_step_by_step(root):
+    for spec in SPECS[:2]:
+        record = compare(spec, root, mode="random", steps=15, seed=1)
+        assert record["unexplained"] == [], record["unexplained"][:3]
+        assert record["counts"]["obs_steps"] == 16
+
+
+@pytest.mark.slow
+def test_parity_on_sixty_tasks(tmp_path):
+    """The parity claim of docs/alfworld-parity.md: 10 valid_seen tasks of each type (60)."""
+    report = run(select("valid_seen", per_type=10), tmp_path, modes=("expert",))
+    assert report["tasks"] == 60 and report["expert_wins_in_alfworld"] == 60
+    assert report["unexplained"] == []
+
+
+def test_goal_progress_counts_sub_conditions():
+    problem = """(define (problem p) (:domain alfred)
+    (:objects agent1 - agent a1 a2 - object r1 r2 - receptacle AppleType - otype CounterTopType - rtype)
+    (:init) (:goal (and (exists (?r - receptacle) (exists (?o - object) (and (heatable ?o)
+      (objectType ?o AppleType) (receptacleType ?r CounterTopType) (isHot ?o) (inReceptacle ?o ?r)))))))"""
+    g = GoalProgress(problem)
+    static = {
+        ("heatable", "a1"),
+        ("objecttype", "a1", "appletype"),
+        ("receptacletype", "r1", "countertoptype"),
+    }
+    assert g.progress(static) == 0.0
+    assert g.progress(static | {("ishot", "a1")}) == 0.5
+    assert g.progress(static | {("ishot", "a1"), ("inreceptacle", "a1", "r1")}) == 1.0
+    assert g.progress(static | {("ishot", "a2"), ("inreceptacle", "a2", "r1")}) == 0.0  # not an apple
+    relaxed = GoalProgress(problem, relaxed=True)
+    assert relaxed.progress(static | {("heatable", "a2"), ("ishot", "a2")}) == 0.5
+
+
+def _check_info(info):
+    assert set(INFO_KEYS) <= set(info)
+    assert isinstance(info["task"], str) and info["task"]
+    assert info["admissible_actions"] and all(isinstance(a, str) for a in info["admissible_actions"])
+    hash(info["anchor"])
+    assert isinstance(info["won"], bool) and 0.0 <= info["progress"] <= 1.0
+    assert isinstance(info["process_reward"], float) and isinstance(info["valid"], bool)
+
+
+def test_adapter_follows_the_contract(env):
+    assert env.task_ids == [f"valid_seen/{i:05d}" for i in range(6)]
+    obs, info = env.reset(task_id="valid_seen/00000")
+    assert obs.startswith("-= Welcome to TextWorld, ALFRED! =-") and "Your task is to: " in obs
+    _check_info(info)
+    assert info["valid"] and info["step"] == 0 and info["process_reward"] == 0.0
+    before = info
+    for bad in ["", "x" * 10_000, "go to cabinet 99", "ぐ to 冷蔵庫 1", "\x00", "look\u00a0", None, 3]:
+        obs, reward, terminated, truncated, info = env.step(bad)
+        assert obs == "Nothing happens." and not info["valid"] and reward == 0.0 and not terminated
+        assert (
+            info["anchor"] == before["anchor"] and info["admissible_actions"] == before["admissible_actions"]
+        )
+    obs, reward, terminated, truncated, info = env.step("  LOOK ")  # case and whitespace are ignored
+    assert info["valid"] and info["step"] == 9
+    rng = random.Random(0)
+    env.reset(task_id="valid_seen/00001")
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(rng.choice(info["admissible_actions"]))
+        assert info["valid"]
+        _check_info(info)
+        done = terminated or truncated
+    assert env.steps <= env.max_steps
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("look")
+
+
+def test_reset_by_seed_is_deterministic(root, env):
+    other = AlfworldEnv(split="valid_seen", data=root)
+    for seed in (0, 7):
+        a, ia = env.reset(seed=seed)
+        b, ib = other.reset(seed=seed)
+        assert (a, ia["task_id"], ia["admissible_actions"]) == (b, ib["task_id"], ib["admissible_actions"])
+
+
+def test_handcoded_expert_solves_the_exported_tasks_and_random_does_worse(env):
+    expert = evaluate(env, expert_policy, env.task_ids)
+    assert expert["success"] == 1.0 and expert["invalid"] == 0.0
+    assert 0.0 < expert["process_return"] <= 0.5
+    rand = evaluate(env, random_policy(0), env.task_ids[:2])
+    assert rand["success"] < expert["success"]
+
+
+def test_missing_data_is_one_line_naming_alfworld_download(monkeypatch, tmp_path):
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    with pytest.raises(FileNotFoundError, match="alfworld-download") as err:
+        AlfworldEnv(split="valid_seen")
+    assert "\n" not in str(err.value)
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="alfworld-download"):
+        AlfworldEnv(split="train")
+
+
+def test_bad_options_raise_value_errors(root):
+    with pytest.raises(ValueError, match="valid_seen"):
+        AlfworldEnv(split="nope", data=root)
+    with pytest.raises(ValueError, match="expert"):
+        AlfworldEnv(split="valid_seen", data=root, expert="oracle")
+    with pytest.raises(ValueError, match="task_types"):
+        AlfworldEnv(split="valid_seen", data=root, task_types=("pick_and_slice",))
+    with pytest.raises(ValueError, match="misalignment"):
+        AlfworldEnv(split="valid_seen", data=root, misalignment=2)
+    only = AlfworldEnv(split="valid_seen", data=root, task_types=("look_at_obj_in_light",))
+    assert len(only) == 1
