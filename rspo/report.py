@@ -174,8 +174,8 @@ def noise_lines(trained: list) -> list[str]:
             f"**What is noise here.** {n} seeds per method: the seeds of one method end up to {spread:.0f} "
             "points apart here, and the claims' 95% bootstrap intervals (each method's seeds resampled) are "
             "as wide as that spread allows. A verdict of 'within noise' is the expected one at this number "
-            "of seeds; read the direction, not the size. The committed runs in the claims section (10 "
-            "seeds for GRPO on the lab) are the kit's result."
+            "of seeds; read the direction, not the size. The committed runs' claims beside this run's, at "
+            "more seeds, are the kit's result."
         )
     return lines
 
@@ -211,7 +211,7 @@ def claims_block(results: dict, trained: list, ran: set[str]) -> list[str]:
             head, rows = [], []
             source = f"not decided: {type(err).__name__}: {err}"
         else:
-            source = "decided from the runs folder (notebook 05 saved none)"
+            source = "decided here from the runs folder (no claims of notebook 05 from this job)"
     lines = [
         "The paper's three claims, decided by the rules `docs/lab/protocol.md` fixed before any RSPO run "
         "(`rspo.claims`): (a) outcome is slow, (b) dense is biased, (c) RSPO ≥ both. Differences in "

@@ -129,7 +129,7 @@ def test_figures_inline_with_plotly_js_once_and_notebooks_linked_as_html(out):
 def test_the_report_decides_the_claims_itself_without_notebook_05(out):
     (out / "05_analysis.ipynb").unlink()  # notebook 05 did not run in this job: its results.json entry is old
     md, _ = _write(out, render=False)
-    assert MARK not in md and "decided from the runs folder" in md
+    assert MARK not in md and "decided here from the runs folder" in md
     assert "| detour | 0.1 | grpo | 2/2/2 |" in md  # outcome at m = 0 serves m = 0.1
     assert "[00_quickstart](00_quickstart.html)" not in md and "| 00_quickstart |" in md  # not rendered
 
