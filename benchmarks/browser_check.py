@@ -340,6 +340,11 @@ def static_pages(browser: Browser, out: Path, result: Result) -> None:
                 plotly_outputs(path.with_suffix(".ipynb")) if path.with_suffix(".ipynb").is_file() else None
             )
         check_plots(page, where, expected, result)
+        broken = page.evaluate(
+            "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+        )
+        for src in broken:  # a PNG figure that is not there
+            result.fail(where, f"image not shown: {src}")
         check_text(page, where, result)
         page.screenshot(path=str(browser.shots / f"{where}.png"), full_page=True)
         report_errors(page, where, result)
