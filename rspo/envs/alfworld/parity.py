@@ -33,11 +33,13 @@ EXPLAINED = {
     "use_lit_lamp": "ALFWorld's `use` toggles a lamp, so a lit lamp can be used again (turned off); "
     "household admits `use` only for a lamp that is off",
     "clean_bathtub": "ALFWorld's CleanObject needs a SinkBasinType receptacle; household also "
-    "cleans in a bathtubbasin",
+    "cleans in a bathtubbasin (admitted by household only; when the household expert cleans there, "
+    "ALFWorld answers 'Nothing happens.' and the two worlds part: the comparison of that task stops)",
     "cold_word": "ALFWorld examines a cooled object as `cold`, household as `cool`",
     "look_middle": "`look` in the middle of the room: ALFWorld's grammar lists the receptacles at the "
     "agent's location (there are none: 'you see nothing'); household repeats the room's receptacle list",
 }
+NOTHING = "Nothing happens."
 _MIDDLE = "You are in the middle of a room. Looking quickly around you, you see "
 
 _LIST = re.compile(r"(you see |Looking quickly around you, you see )(.*?)(\.$|\.\n)", re.S)
@@ -69,6 +71,12 @@ def classify_obs(household: str, alfworld: str) -> str | None:
         return "cold_word"
     if household.startswith(_MIDDLE) and alfworld == _MIDDLE + "nothing.":
         return "look_middle"
+    if (
+        household.startswith("You clean the ")
+        and " using the bathtubbasin " in household
+        and alfworld == NOTHING
+    ):
+        return "clean_bathtub"
     return "other"
 
 
@@ -95,6 +103,7 @@ def compare(spec: dict, root: Path, mode: str = "expert", steps: int = 30, seed:
     rng = random.Random(seed)
     counts: Counter = Counter()
     unexplained: list[dict] = []
+    diverged = None
 
     def check_obs(command, h_obs, a_obs):
         kind = classify_obs(h_obs, a_obs)
@@ -104,6 +113,7 @@ def compare(spec: dict, root: Path, mode: str = "expert", steps: int = 30, seed:
             unexplained.append({"command": command, "household": h_obs, "alfworld": a_obs})
         elif kind:
             counts["obs:" + kind] += 1
+        return kind
 
     def check_admissible():
         h, a = world.admissible(), list(state["admissible_commands"])
@@ -133,7 +143,9 @@ def compare(spec: dict, root: Path, mode: str = "expert", steps: int = 30, seed:
             command = rng.choice(both)
         h_obs = world.step(command)[0]
         state, _, _ = engine.step(command)
-        check_obs(command, h_obs, state["feedback"])
+        if check_obs(command, h_obs, state["feedback"]) == "clean_bathtub":
+            diverged = command  # the worlds differ from here on (household's object is clean)
+            break
         if world.won != bool(state["won"]):
             unexplained.append(
                 {"command": command, "won": {"household": world.won, "alfworld": state["won"]}}
@@ -144,6 +156,7 @@ def compare(spec: dict, root: Path, mode: str = "expert", steps: int = 30, seed:
         "mode": mode,
         "household_won": world.won,
         "alfworld_won": bool(state["won"]),
+        "diverged": diverged,
         "counts": dict(counts),
         "unexplained": unexplained,
     }
@@ -165,6 +178,7 @@ def run(specs, root: Path, modes=("expert",), steps: int = 30) -> dict:
         "tasks": len({r["task_id"] for r in records}),
         "expert_wins_in_alfworld": sum(r["alfworld_won"] for r in expert),
         "expert_runs": len(expert),
+        "expert_diverged": [r["task_id"] for r in expert if r["diverged"]],
         "per_type_wins": per_type,
         "totals": dict(sorted(totals.items())),
         "unexplained": [
