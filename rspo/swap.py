@@ -168,7 +168,7 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
     sources = [ep.source for ep in episodes for _ in ep.turns]
     off = [i for i, source in enumerate(sources) if source == "explorer"]
     values, prox = None, {}
-    if cfg.estimator == "gae":  # the learner's critic values every explorer state (GAE needs them all)
+    if cfg.critic:  # the learner's critic values every explorer state (GAE needs them all)
         logps, critic = score_turns(learner, [turns[i] for i in off], cfg, autocast, values=True)
         prox = dict(zip(off, logps, strict=True))
         values = [t.value if t.value is not None else 0.0 for t in turns]

@@ -74,7 +74,7 @@ def load_policy(cfg: TrainConfig, device: torch.device | None = None):
     """The policy a config names: the tiny warm-started default, or ``cfg.model`` (+ LoRA)."""
     from rspo.policies import LMPolicy
 
-    value_head = cfg.algo == "ppo"
+    value_head = cfg.critic
     common = dict(
         action_mode=cfg.action_mode,
         value_head=value_head,
