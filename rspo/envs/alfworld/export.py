@@ -283,3 +283,25 @@ def export_tasks(
 def export_specs(specs: Iterable[dict], root: str | Path) -> list[Path]:
     """Export the given household task lines under ``root``."""
     return [export_task(spec, root) for spec in specs]
+
+
+def main(argv=None) -> None:
+    """``python -m rspo.envs.alfworld.export OUT [--split valid_seen] [--per-type N]``: export, then play
+    with ``AlfworldEnv(split=..., data=OUT)``."""
+    import argparse
+
+    p = argparse.ArgumentParser(
+        description="Export household tasks as ALFWorld games (needs the alfworld extra)."
+    )
+    p.add_argument("out")
+    p.add_argument("--split", default="valid_seen", choices=("train", "valid_seen", "valid_unseen"))
+    p.add_argument("--per-type", type=int, default=None, help="the first N tasks of each type (default: all)")
+    args = p.parse_args(argv)
+    paths = export_tasks(args.out, args.split, per_type=args.per_type)
+    print(
+        f"{len(paths)} games under {Path(args.out) / args.split}; AlfworldEnv(split={args.split!r}, data={args.out!r})"
+    )
+
+
+if __name__ == "__main__":
+    main()
