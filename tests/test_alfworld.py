@@ -171,6 +171,12 @@ def test_handcoded_expert_solves_the_exported_tasks_and_random_does_worse(env):
     assert rand["success"] < expert["success"]
 
 
+def test_planner_expert_solves_a_task_with_one_search(root):
+    env = AlfworldEnv(split="valid_seen", data=root, expert="planner")
+    stats = evaluate(env, expert_policy, env.task_ids[:2])
+    assert stats["success"] == 1.0 and stats["invalid"] == 0.0
+
+
 def test_missing_data_is_one_line_naming_alfworld_download(monkeypatch, tmp_path):
     monkeypatch.delenv("ALFWORLD_DATA", raising=False)
     with pytest.raises(FileNotFoundError, match="alfworld-download") as err:

@@ -170,6 +170,7 @@ class AlfworldEnv(TextEnv):
         self._won = bool(state["won"])
         self._progress, self._relaxed = self._measure()
         self._best, self._best_relaxed = self._progress, self._relaxed
+        self._plan: list[str] = []  # the planner's remaining plan while the episode follows it
         self._expert_next = "look"  # what ALFWorld's expert wrapper proposes before it has acted
         self._expert_failed = False
         if self.expert == "handcoded":
@@ -195,6 +196,7 @@ class AlfworldEnv(TextEnv):
             return NOTHING, 0.0, False, False, 0.0
         self._state, _, _ = self._engine.step(a)
         obs = self.anchor = self._state["feedback"]
+        self._plan = self._plan[1:] if self._plan and self._plan[0] == a else []
         if a.startswith("go to ") and a[6:] not in self._visited:
             self._visited.append(a[6:])
         self._won = bool(self._state["won"])
@@ -257,5 +259,8 @@ class AlfworldEnv(TextEnv):
             return "look"
         if self.expert == "handcoded" and not self._expert_failed:
             return self._expert_next
-        plan = self._engine._pddl_state.replan(self._engine._entity_infos)  # TextWorld's PddlEnv internals
-        return plan[0] if plan else "look"
+        if not self._plan:  # a Fast Downward search (seconds); kept while the episode follows it
+            self._plan = list(
+                self._engine._pddl_state.replan(self._engine._entity_infos)
+            )  # PddlEnv internals
+        return self._plan[0] if self._plan else "look"
