@@ -224,8 +224,10 @@ def _no_checkpointing(config_class) -> dict:
     }
 
 
-def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5) -> dict:
-    """Fine-tune ``policy.model`` in place on the expert demonstrations of ``config`` with SFTTrainer.
+def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5, threads: int | None = 1) -> dict:
+    """Fine-tune ``policy.model`` in place on the expert demonstrations of ``config`` with SFTTrainer,
+    with ``threads`` torch threads on a CPU (None: as torch is set; the default 1 is the robust choice,
+    see below).
 
     Returns ``{"n_demos", "steps", "losses" (logged every ``log_every`` steps), "train_s"}``.
     """
@@ -233,6 +235,7 @@ def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5) -> dict:
     import tempfile
 
     import datasets
+    import torch
     from transformers import PrinterCallback
     from trl import SFTConfig
 
@@ -246,6 +249,11 @@ def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5) -> dict:
     losses: list[float] = []
     model = policy.model
     was_training = model.training
+    # one thread on a CPU: beside other work two threads wait on each other (measured on a 2-core
+    # machine under load: 8.0 s per step with 2 threads, 0.14 s with 1; benchmarks/bench_warmstart_threads.py)
+    before = torch.get_num_threads()
+    if threads and model.device.type == "cpu":
+        torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory(prefix="rspo-sft-") as out:
         args = SFTConfig(
             output_dir=out,
@@ -283,6 +291,7 @@ def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5) -> dict:
             trainer.remove_callback(PrinterCallback)
             trainer.train()
         finally:
+            torch.set_num_threads(before)
             if bars:
                 datasets.enable_progress_bars()
     model.train(was_training)
