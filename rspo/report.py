@@ -26,6 +26,14 @@ from rspo.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
+RECONSTRUCTION_NOTE = (
+    "RSPO (arXiv 2607.04713) is reconstructed: the paper's equations are not public. The kit's RSPO "
+    "trains an explorer on the dense reward, relabels its episodes with the outcome reward (the swap), "
+    "keeps them in a replay buffer, and adds to the learner's outcome-reward PPO-clip loss a "
+    "truncated-importance-weighted term on those episodes (weight lambda, truncation c). The paper's "
+    "numbers quoted beside ours are the paper's; every number of ours was measured by this kit."
+)
+
 # what each profile is, in words (the numbers of the run follow it in the report)
 STORIES = {
     "quick": (
@@ -263,16 +271,16 @@ def write_report(
     profile: str,
     out: Path,
     runs: list,
-    finished_only: bool = False,
+    runs_folder: Path,
+    status_lines: list[str] | None = None,
     total_seconds: float | None = None,
     render: bool = True,
 ) -> Path:
-    """``report.md`` and ``report.html`` in ``out`` (see the module docstring); ``finished_only``:
-    opening with how many of the profile's table runs are finished, and which are missing;
-    ``total_seconds``: the job's time (default: the notebooks' sum); ``render``: the notebooks to HTML."""
+    """``report.md`` and ``report.html`` in ``out`` (see the module docstring) over the training runs in
+    ``runs_folder``; ``status_lines``: an opening saying how many of the profile's table runs are
+    finished (``rspo reproduce --finished-only``); ``total_seconds``: the job's time (default: the notebooks' sum); ``render``: the notebooks to HTML."""
     from rspo.analysis import aggregate, load_runs, mixed_starts, results_table, summarise, to_markdown
     from rspo.experiments import PROFILE_NOTES
-    from rspo.reproduce import RECONSTRUCTION_NOTE, _status_lines, runs_dir, table_status
 
     results = load_results(out)
     total = total_seconds if total_seconds is not None else sum(r.seconds for r in runs)
@@ -293,9 +301,9 @@ def write_report(
     )
     report = Report()
     report.both("\n".join([f"# {title}", ""] + [f"- **{k}:** {v}" for k, v in facts] + [""]), "")
-    if finished_only:
-        report.md(*_status_lines(*table_status(profile, out)))
-    where = runs_dir(profile, out)
+    if status_lines:
+        report.md(*status_lines)
+    where = Path(runs_folder)
     trained = load_runs(where) if where.is_dir() else []
     report.md("## What this profile shows", "", STORIES.get(profile, f"Profile: {note}."), "")
     for line in noise_lines(trained):

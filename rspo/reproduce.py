@@ -40,14 +40,6 @@ from rspo.experiments import PROFILES, SHARED_RUNS, TABLE_NOTEBOOK, TRAIN_WORKER
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 
-RECONSTRUCTION_NOTE = (
-    "RSPO (arXiv 2607.04713) is reconstructed: the paper's equations are not public. The kit's RSPO "
-    "trains an explorer on the dense reward, relabels its episodes with the outcome reward (the swap), "
-    "keeps them in a replay buffer, and adds to the learner's outcome-reward PPO-clip loss a "
-    "truncated-importance-weighted term on those episodes (weight lambda, truncation c). The paper's "
-    "numbers quoted beside ours are the paper's; every number of ours was measured by this kit."
-)
-
 
 class NotebookFailed(RuntimeError):
     """A notebook raised: names the notebook, the cell and the error."""
@@ -265,7 +257,8 @@ def write_report(
     opening with how many of the profile's table runs are finished, and which are missing)."""
     from rspo.report import write_report as write
 
-    return write(profile, out, runs, finished_only, total_seconds, render)
+    status = _status_lines(*table_status(profile, out)) if finished_only else None
+    return write(profile, out, runs, runs_dir(profile, out), status, total_seconds, render)
 
 
 def reproduce(
