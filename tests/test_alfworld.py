@@ -228,3 +228,12 @@ def test_the_trainer_runs_on_the_real_engine(tmp_path, one_thread, first_copy_su
         rows = Trainer(cfg, policy=policy).run()
     assert len(rows) == 2 and all(r["rollout/episodes"] >= 4 for r in rows)
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.trainable_parameters(), strict=True))
+
+
+def test_a_household_policy_is_evaluated_on_the_same_tasks_in_both_engines(one_thread):
+    from rspo.envs.alfworld.transfer import household_vs_alfworld
+    from rspo.policies.tiny import untrained_tiny_policy
+
+    out = household_vs_alfworld(untrained_tiny_policy(0), n_tasks=2, max_steps=3)
+    assert out["household"]["n_tasks"] == out["alfworld"]["n_tasks"] == 2
+    assert 0.0 <= out["alfworld"]["success"] <= 1.0
