@@ -103,7 +103,7 @@ def test_an_old_format_checkpoint_is_refused_as_old_and_unsafe(tmp_path):
     old = tmp_path / "old.pt"
     episode = Episode("household", "t0", 0, 0, [_turn()])
     torch.save({"format": 1, "extra": {"buffer": [{"iteration": 0, "episodes": [episode]}]}}, old)
-    with pytest.raises(ValueError, match=r"rspo\.rollout\.Episode.*old \(format 1\) checkpoint.*unsafe"):
+    with pytest.raises(ValueError, match=r"rspo\.records\.Episode.*old \(format 1\) checkpoint.*unsafe"):
         read_checkpoint(old)
     torch.save({"format": 1, "iteration": 3, "policy": {}}, old)  # format 1 without objects
     with pytest.raises(ValueError, match="format 1 is not 2: an old format, unsafe to load"):
