@@ -70,14 +70,24 @@ def main() -> None:
     parser.add_argument(
         "--curves", action="store_true", help="the mean greedy test success at each evaluation"
     )
+    parser.add_argument(
+        "--curves-algo", default="grpo", help="the base algorithm of --curves (grpo, ppo or gigpo)"
+    )
     parser.add_argument("--cost", action="store_true", help="CPU seconds per run, from the runs' own rows")
+    parser.add_argument(
+        "--collapses",
+        action="store_true",
+        help="runs whose rollout success fell from >= 50%% to <= 5%% and ended there",
+    )
     args = parser.parse_args()
     root = Path(args.runs)
     runs = [r for r in lab_runs(root) if r.config.env == "detour"]
     if args.curves:
-        print(to_markdown(*curves_table(runs)) + "\n")
+        print(to_markdown(*curves_table(runs, args.curves_algo)) + "\n")
     if args.cost:
         print(to_markdown(*cost_table(runs)) + "\n")
+    if args.collapses:
+        print(to_markdown(*collapse_table(runs)) + "\n")
     if args.claims is not None:
         extra = [r for folder in args.claims for r in load_runs(folder)]
         head, lines = claims_table(runs + extra, args.boot)
@@ -213,6 +223,29 @@ def cost_table(runs) -> tuple[list[str], list[list[str]]]:
         "last it",
         "CPU s to the end (mean)",
     ], lines
+
+
+def collapse_table(runs, high: float = 0.5, low: float = 0.05) -> tuple[list[str], list[list[str]]]:
+    """Per base algorithm, m and reward: the runs whose rollout success (every iteration's sampled
+    episodes) reached ``high``, then fell to ``low`` or below and ended there (the mean of the last 5
+    iterations at most ``low``), with each such seed's peak and the first iteration at or below ``low``
+    after it."""
+    lines = []
+    for (_, algo, m), got in sorted(by_reward(runs).items(), key=lambda kv: (kv[0][1], kv[0][2])):
+        for reward, rs in sorted(got.items()):
+            found = []
+            for run in rs:
+                its = [(r["iteration"], r["rollout/success"]) for r in run.rows if "rollout/success" in r]
+                peak_at, peak = max(its, key=lambda e: e[1])
+                after = [(it, v) for it, v in its if it > peak_at and v <= low]
+                end = statistics.fmean(v for _, v in its[-5:])
+                if peak >= high and after and end <= low:
+                    found.append(
+                        f"s{run.config.seed}: {100 * peak:.0f}% (it {peak_at}) -> "
+                        f"{100 * after[0][1]:.0f}% (it {after[0][0]}), of {len(its)} iterations"
+                    )
+            lines.append([algo, f"{m:g}", reward, f"{len(found)} of {len(rs)}", "; ".join(found)])
+    return ["algo", "m", "reward", "fell and stayed", "seed: peak -> first iteration at <= 5%"], lines
 
 
 def _cpu(run) -> float:
