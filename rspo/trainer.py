@@ -38,6 +38,16 @@ from rspo.update import TurnBatch, build_batch, ppo_update
 POOL_SEED = 20260701  # TrainConfig.task_pool's draw: one pool per size, shared by every run
 
 
+# the random streams of a run, each derived from its seed and the stream's number (_derive): the
+# numbers are part of every committed run's randomness, so they never change
+STREAM_INIT = 0  # torch's global seed at the start
+STREAM_TASKS = 1  # which tasks an iteration draws
+STREAM_ROLLOUT = 2  # the learner's action sampling
+STREAM_ITERATION = 3  # torch's global seed at the start of every iteration
+STREAM_REPLAY = 4  # which replayed groups RSPO's learner sees
+STREAM_EXPLORER = 5  # the explorer's action sampling
+
+
 def _derive(seed: int, *parts: int) -> int:
     """A 63-bit seed from ``seed`` and integer ``parts`` (stable across machines and runs)."""
     return random.Random(f"{seed}:" + ":".join(map(str, parts))).getrandbits(63)
@@ -123,7 +133,7 @@ class Trainer:
         self.local_tasks = cfg.tasks_per_iter // self.dist.world
         self.device, self.autocast_dtype = resolve_device(cfg, self.dist)
         self.run_dir = cfg.run_dir
-        torch.manual_seed(_derive(cfg.seed, 0))
+        torch.manual_seed(_derive(cfg.seed, STREAM_INIT))
         self.policy = policy if policy is not None else load_policy(cfg, self.device)
         self.show_admissible = resolve_show_admissible(cfg)
         self.params = [p for p in self.policy.trainable_parameters()]
@@ -162,10 +172,12 @@ class Trainer:
 
     def sample_tasks(self, iteration: int, round_: int = 0) -> list[str]:
         """This process's share of the iteration's ``tasks_per_iter`` tasks (all of them in one process)."""
-        rng = random.Random(_derive(self.cfg.seed, 1, iteration, round_))
+        rng = random.Random(_derive(self.cfg.seed, STREAM_TASKS, iteration, round_))
         return self.dist.share(rng.sample(self.train_tasks, self.cfg.tasks_per_iter))
 
-    def rollout(self, iteration: int, round_: int = 0, policy=None, stream: int = 2) -> list[Episode]:
+    def rollout(
+        self, iteration: int, round_: int = 0, policy=None, stream: int = STREAM_ROLLOUT
+    ) -> list[Episode]:
         cfg = self.cfg
         parts = (stream, iteration, round_) + ((self.dist.rank,) if self.dist.active else ())
         generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, *parts))
@@ -245,7 +257,7 @@ class Trainer:
 
         cfg = self.cfg
         t0 = time.perf_counter()
-        explored = self.rollout(it, policy=self.explorer, stream=5)
+        explored = self.rollout(it, policy=self.explorer, stream=STREAM_EXPLORER)
         for ep in explored:
             ep.source = "explorer"
         self.explorer_successes |= _success_keys(explored)
@@ -267,7 +279,7 @@ class Trainer:
         else:
             self.buffer.add(explored, it)
             self.buffer.evict(it)
-            rng = random.Random(_derive(cfg.seed, 4, it))
+            rng = random.Random(_derive(cfg.seed, STREAM_REPLAY, it))
             eligible = partial(has_signal, cfg=cfg, spec=self.spec) if cfg.replay_select == "signal" else None
             groups = self.buffer.sample(cfg.replay_groups, rng, eligible)
             replay = [replace(ep, group=k) for k, g in enumerate(groups) for ep in g.episodes]
@@ -428,7 +440,7 @@ class Trainer:
         while self.iteration < cfg.iterations:
             it = self.iteration
             t_iter, c_iter = time.perf_counter(), time.process_time()
-            torch.manual_seed(_derive(cfg.seed, 3, it))
+            torch.manual_seed(_derive(cfg.seed, STREAM_ITERATION, it))
             row = self.train_step(it)
             self.iteration = it + 1
             last = self.iteration == cfg.iterations
