@@ -155,6 +155,15 @@ def test_adapter_follows_the_contract(env):
         env.step("look")
 
 
+def test_make_builds_the_adapter_which_list_envs_leaves_out(root):
+    import rspo.envs
+
+    env = rspo.envs.make("alfworld", split="valid_seen", data=root)
+    assert isinstance(env, AlfworldEnv) and len(env) == 6
+    assert rspo.envs.spec("alfworld").tokenizer_family is None
+    assert "alfworld" not in rspo.envs.list_envs()  # built-ins only: they run from a fresh install
+
+
 def test_reset_by_seed_is_deterministic(root, env):
     other = AlfworldEnv(split="valid_seen", data=root)
     for seed in (0, 7):

@@ -56,6 +56,14 @@ def test_splits_from_the_folder_and_one_pool(games):
     assert TextWorldEnv.eval_splits == ("test",) and TextWorldEnv.process_reward_doc.strip()
 
 
+def test_make_builds_the_adapter(games):
+    import rspo.envs
+
+    env = rspo.envs.make("textworld", games=games)
+    assert isinstance(env, TextWorldEnv) and env.split == "train" and len(env) == 1
+    assert "textworld" not in rspo.envs.list_envs()
+
+
 def test_contract_reset_step_invalid_and_horizon(games):
     env = TextWorldEnv("train", games=games, max_steps=12)
     obs, info = env.reset(seed=0)

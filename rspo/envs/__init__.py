@@ -7,24 +7,29 @@
 >>> obs, info = env.reset(seed=0)
 
 The environments are the entries of :data:`ENVS` (:mod:`rspo.envs.registry`); their modules are
-imported on first use, so that ``import rspo.envs`` stays cheap.
+imported on first use, so that ``import rspo.envs`` stays cheap. The real engines' adapters
+(``alfworld``, ``textworld``: optional extras with data of their own) are the entries of
+:data:`~rspo.envs.registry.ADAPTERS`: :func:`make` builds them too, :func:`list_envs` lists the built-ins.
 """
 
 from __future__ import annotations
 
 from rspo.envs.base import INFO_KEYS, TextEnv
-from rspo.envs.registry import ENVS, EnvSpec
+from rspo.envs.registry import ADAPTERS, ENVS, EnvSpec
 
-__all__ = ["ENVS", "INFO_KEYS", "EnvSpec", "TextEnv", "make", "list_envs", "env_class", "spec"]
+__all__ = ["ADAPTERS", "ENVS", "INFO_KEYS", "EnvSpec", "TextEnv", "make", "list_envs", "env_class", "spec"]
 
 
 def list_envs() -> list[str]:
-    """Names accepted by :func:`make`, sorted."""
+    """The built-in environments' names (:data:`ENVS`), sorted; :func:`make` also builds the adapters'."""
     return ENVS.names()
 
 
 def spec(name: str) -> EnvSpec:
-    """The registry entry of environment ``name`` (a ValueError naming the choices if there is none)."""
+    """The registry entry of environment ``name``, a built-in or an adapter (a ValueError naming the
+    built-ins if there is none)."""
+    if name not in ENVS and name in ADAPTERS:
+        return ADAPTERS[name]
     return ENVS.entry(name)
 
 

@@ -146,3 +146,26 @@ ENVS.register(
         profiles={"quick": dict(LAB, misalignment=0.1), "lab": {}, "smoke": dict(eval_tasks=8)},
     )
 )
+
+# The real engines (issue 21, docs/alfworld-parity.md): optional extras (pip install -e .[alfworld] /
+# .[textworld]) with data of their own ($ALFWORLD_DATA; games made with tw-make), so they are not entries
+# of ENVS, every one of which runs from a fresh install (list_envs, `rspo demo`, the contract tests,
+# TrainConfig.env). rspo.envs.make and rspo.envs.spec find them here. No offline tokenizer: train a named
+# model on them (or enter them in ENVS for a while with ENVS.temporary, as tests/test_alfworld.py does).
+ADAPTERS: Registry[EnvSpec] = Registry("environment adapter")
+ADAPTERS.register(
+    EnvSpec(
+        "alfworld",
+        "rspo.envs.alfworld:AlfworldEnv",
+        intro="You are an expert agent in a household. Your task is to: {task}",
+        tokenizer_family=None,
+    )
+)
+ADAPTERS.register(
+    EnvSpec(
+        "textworld",
+        "rspo.envs.textworld:TextWorldEnv",
+        intro="You are playing a text adventure. Your task is to: {task}",
+        tokenizer_family=None,
+    )
+)
