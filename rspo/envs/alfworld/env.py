@@ -62,10 +62,18 @@ def data_root(data: str | os.PathLike | None) -> Path:
     return root / "json_2.1.1" if (root / "json_2.1.1").is_dir() else root
 
 
+_FOUND: dict[tuple, tuple[int, list[Path]]] = {}
+
+
 def find_games(folder: Path, task_types=TASK_TYPES) -> list[Path]:
     """Solvable game files below ``folder`` in sorted path order, as ALFWorld's ``AlfredTWEnv`` keeps
     them: a ``game.tw-pddl`` beside a ``traj_data.json`` of an allowed task type, neither movable-receptacle
-    nor sliced tasks, marked solvable."""
+    nor sliced tasks, marked solvable. Cached per folder and process (a rollout builds many envs); a
+    folder whose game count changed is scanned again."""
+    key = (str(folder), tuple(task_types))
+    n_files = sum(1 for _ in folder.rglob("game.tw-pddl"))
+    if key in _FOUND and _FOUND[key][0] == n_files:
+        return list(_FOUND[key][1])
     games = []
     for path in sorted(folder.rglob("game.tw-pddl")):
         traj = path.parent / "traj_data.json"
@@ -77,7 +85,8 @@ def find_games(folder: Path, task_types=TASK_TYPES) -> list[Path]:
         text = path.read_text()
         if '"solvable": true' in text or json.loads(text).get("solvable"):
             games.append(path)
-    return games
+    _FOUND[key] = (n_files, games)
+    return list(games)
 
 
 class AlfworldEnv(TextEnv):
@@ -150,7 +159,12 @@ class AlfworldEnv(TextEnv):
 
     # --- episode ----------------------------------------------------------------------------
     def _load_task(self, task_id: str) -> str:
-        from rspo.envs.alfworld.engine import load_game
+        try:
+            from rspo.envs.alfworld.engine import load_game
+        except ImportError as err:
+            raise ImportError(
+                f"the alfworld engine is not installed ({err}): pip install -e .[alfworld]"
+            ) from err
         from rspo.envs.alfworld.goal import GoalProgress
 
         path = self.game_file(task_id)

@@ -126,7 +126,10 @@ class TextWorldEnv(TextEnv):
         return self._games[self._task_index[task_id]]
 
     def _load_task(self, task_id: str) -> str:
-        import textworld
+        try:
+            import textworld
+        except ImportError as err:
+            raise ImportError(f"TextWorld is not installed ({err}): pip install -e .[textworld]") from err
 
         path = self.game_file(task_id)
         if self._loaded != path:
