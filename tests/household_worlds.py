@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rspo.envs.household.catalog import HEAT_T
+from rspo.envs.household.catalogue import HEAT_T
 from rspo.envs.household.engine import Goal, World
 from rspo.envs.household.world import Layout
 

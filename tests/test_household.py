@@ -11,7 +11,7 @@ from household_worlds import SPLITS, run, small_world
 
 import rspo.envs
 from rspo.envs.household import HouseholdEnv
-from rspo.envs.household.catalog import LOOK, SPLIT_COUNTS, TWO
+from rspo.envs.household.catalogue import LOOK, SPLIT_COUNTS, TWO
 from rspo.envs.household.engine import NOTHING
 from rspo.envs.household.tasks import build_tasks, build_world, dumps, load_tasks
 from rspo.envs.household.world import _make_layout, get_layout, layout_is_seen

@@ -11,7 +11,7 @@ from household_worlds import SPLITS, small_world
 
 import rspo.envs
 from rspo.envs.household import PROCESS_REWARD_DOC, HouseholdEnv
-from rspo.envs.household.catalog import SIMPLE
+from rspo.envs.household.catalogue import SIMPLE
 from rspo.envs.household.engine import World
 from rspo.envs.household.expert import expert_action
 from rspo.envs.household.process import MILESTONES

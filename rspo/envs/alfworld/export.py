@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from rspo.envs.household.catalog import (
+from rspo.envs.household.catalogue import (
     CLEAN_T,
     CLEANABLE,
     COOL_T,

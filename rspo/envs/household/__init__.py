@@ -11,7 +11,7 @@ expert that acts only on what the agent has observed.
     >>> obs.startswith("-= Welcome to TextWorld, ALFRED! =-")
     True
 
-Modules: :mod:`.catalog` (vocabulary and priors), :mod:`.world` (layouts, placement),
+Modules: :mod:`.catalogue` (vocabulary and priors), :mod:`.world` (layouts, placement),
 :mod:`.engine` (rules, observations, goals), :mod:`.process` (the process reward),
 :mod:`.expert` (the planner), :mod:`.tasks` (task lists), :mod:`.env` (the contract).
 

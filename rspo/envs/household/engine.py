@@ -16,7 +16,7 @@ observation has shown); the expert (:mod:`.expert`) plans only from that.
 
 from __future__ import annotations
 
-from rspo.envs.household.catalog import LAMPS, LOOK, SIMPLE, STATE_WORDS, TASK_TRANSFORM, TRANSFORMS, TWO
+from rspo.envs.household.catalogue import LAMPS, LOOK, SIMPLE, STATE_WORDS, TASK_TRANSFORM, TRANSFORMS, TWO
 from rspo.envs.household.process import MILESTONES, distractor_amounts
 from rspo.envs.household.world import Layout, _article_list
 from rspo.envs.text import normalize_action

@@ -21,7 +21,7 @@ actions of another policy):
 
 from __future__ import annotations
 
-from rspo.envs.household.catalog import LOOK, TWO
+from rspo.envs.household.catalogue import LOOK, TWO
 from rspo.envs.household.engine import World
 
 

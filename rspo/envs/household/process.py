@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from rspo.envs.household.catalog import CLEAN_T, COOL_T, HEAT_T, LOOK, SIMPLE, TWO
+from rspo.envs.household.catalogue import CLEAN_T, COOL_T, HEAT_T, LOOK, SIMPLE, TWO
 
 #: Aligned milestones per task type, paid once per episode each; every row sums to 0.5.
 MILESTONES: dict[str, dict[str, float]] = {

@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 
 from rspo import paths
-from rspo.envs.household.catalog import (
+from rspo.envs.household.catalogue import (
     LAMPS,
     LOOK,
     SIMPLE,

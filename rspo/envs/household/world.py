@@ -5,7 +5,7 @@ A *layout* is a room: its kind and its receptacles, generated from a layout numb
 (:func:`place_objects`), so the same room hosts many tasks, as ALFRED scenes do.
 
 Layout numbers ``0 .. N_LAYOUTS-1``: ``LAYOUTS_PER_ROOM`` per room kind, in the order of
-:data:`~.catalog.ROOMS`; within a room kind the first ``SEEN_PER_ROOM`` serve train and valid_seen,
+:data:`~.catalogue.ROOMS`; within a room kind the first ``SEEN_PER_ROOM`` serve train and valid_seen,
 the rest only valid_unseen ("layouts never seen in training").
 
 Everything uses ``random.Random(seed)`` (never the global generator, never ``hash()`` of a string),
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from rspo.envs.household.catalog import (
+from rspo.envs.household.catalogue import (
     LAMPS,
     MAX_OBJECTS,
     MAX_RECEPTACLES,
