@@ -92,7 +92,7 @@ def play(args: argparse.Namespace, read=input, write=print) -> int:
 
 def demo(args: argparse.Namespace, write=print) -> int:
     """Scripted baselines on every environment's evaluation splits: the expert and a random policy."""
-    from rspo.envs.scripted import evaluate, expert_policy, random_policy
+    from rspo.envs.baselines import evaluate, expert_policy, random_policy
 
     rows = []
     for name in envs.list_envs():

@@ -19,8 +19,8 @@ from rspo.envs.alfworld import AlfworldEnv  # noqa: E402
 from rspo.envs.alfworld.export import entity_id, export_specs, select  # noqa: E402
 from rspo.envs.alfworld.goal import GoalProgress  # noqa: E402
 from rspo.envs.alfworld.parity import EXPLAINED, compare, run  # noqa: E402
+from rspo.envs.baselines import evaluate, expert_policy, random_policy  # noqa: E402
 from rspo.envs.household.catalogue import TASK_TYPES  # noqa: E402
-from rspo.envs.scripted import evaluate, expert_policy, random_policy  # noqa: E402
 
 SPECS = select("valid_seen", per_type=1)  # one task of each of the six types
 

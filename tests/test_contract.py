@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import rspo.envs
 from rspo.envs import INFO_KEYS
-from rspo.envs.scripted import evaluate, expert_policy, random_policy, run_episode
+from rspo.envs.baselines import evaluate, expert_policy, random_policy, run_episode
 
 ENV_NAMES = rspo.envs.list_envs()
 

@@ -7,8 +7,8 @@ import random
 import pytest
 
 import rspo.envs
+from rspo.envs.baselines import evaluate, expert_policy, run_episode
 from rspo.envs.detour import LURE, MECHANISMS, MILESTONES, DetourEnv, layout, random_success, split_sequences
-from rspo.envs.scripted import evaluate, expert_policy, run_episode
 
 
 def test_test_layouts_never_occur_in_train():

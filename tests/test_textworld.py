@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("textworld", reason="the textworld extra is not installed (pip install -e .[textworld])")
 
 from rspo.envs import INFO_KEYS  # noqa: E402
-from rspo.envs.scripted import evaluate, expert_policy, random_policy  # noqa: E402
+from rspo.envs.baselines import evaluate, expert_policy, random_policy  # noqa: E402
 from rspo.envs.textworld import TextWorldEnv  # noqa: E402
 from rspo.envs.textworld.env import clean, inventory_items  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Scripted policies (expert, random) and an episode runner over the environment contract.
+"""Baselines over the environment contract: the scripted expert and random policies, and an episode runner.
 
 Used by `rspo demo`, `rspo play --expert`, the benchmarks and the tests; a scripted policy is a
 callable ``policy(env, observation, info) -> action``.
