@@ -30,9 +30,11 @@ SHOW_ADMISSIBLE = ("auto", "yes", "no")
 
 def field_choices() -> dict[str, tuple[str, ...]]:
     """The allowed values of each string field with named choices; ``env`` and ``algo`` from the
-    registries as they are now (an entry added with ``Registry.temporary`` is a valid choice)."""
+    registries as they are now (an entry added with ``Registry.temporary`` is a valid choice). ``env``
+    also takes the real engines' adapters (``alfworld``, ``textworld``: a named ``model``, their extra
+    and their data needed)."""
     return {
-        "env": tuple(envs.list_envs()),
+        "env": tuple(envs.list_envs()) + tuple(n for n in envs.ADAPTERS.names() if n not in envs.ENVS),
         "algo": registry.algorithms(),
         "reward": REWARDS,
         "action_mode": ACTION_MODES,

@@ -77,3 +77,14 @@ def test_history_defaults_to_the_environments_as_its_warm_start():
     )
     with pytest.raises(ValueError, match="history"):
         TrainConfig(history=-2)
+
+
+def test_the_real_engines_adapters_are_valid_environments_of_a_config():
+    """alfworld and textworld (rspo.envs.registry.ADAPTERS) are choices of TrainConfig.env, beside the
+    built-ins; an unknown name is still refused with the whole list."""
+    from rspo.config import TrainConfig, field_choices
+
+    assert {"alfworld", "textworld"} <= set(field_choices()["env"])
+    assert TrainConfig(env="alfworld", model="some/model").env == "alfworld"
+    with pytest.raises(ValueError, match="alfworld, textworld"):
+        TrainConfig(env="alfworld-ish")

@@ -169,7 +169,8 @@ def test_the_choice_tuples_are_the_registries():
     assert config.ACTION_MODES is policies.ACTION_MODES is registry.ACTION_MODES
     assert losses.LOSS_AGG == config.LOSS_AGG == registry.LOSS_AGG
     choices = config.field_choices()
-    assert choices["env"] == config.ENVS and choices["algo"] == config.ALGOS
+    adapters = tuple(n for n in rspo.envs.ADAPTERS.names() if n not in ENVS)  # the real engines, after
+    assert choices["env"] == config.ENVS + adapters and choices["algo"] == config.ALGOS
     assert choices["adv_norm"] == registry.NORMALIZE and choices["episode_stats"] == registry.EPISODE_STATS
     for mode in registry.LOSS_AGG:  # each choice is one the implementation takes, and only those
         losses.turn_weights(torch.tensor([0, 0, 1]), torch.tensor([1, 2, 3]), mode)
