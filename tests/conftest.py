@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 import pytest
 import torch
 from household_worlds import SPLITS
@@ -63,3 +67,36 @@ def announced_warm_starts(request):
     sft.build_default = announced
     yield
     sft.build_default = build
+
+
+@pytest.fixture(scope="session")
+def terminal_fd(request):
+    """A file descriptor of the terminal pytest started in, taken while capturing is off, so that a
+    thread can write to it while a test's output is captured."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    if capture is None:
+        fd = os.dup(1)
+    else:
+        with capture.global_and_fixture_disabled():
+            fd = os.dup(1)
+    yield fd
+    os.close(fd)
+
+
+@pytest.fixture(autouse=True)
+def still_running(request, terminal_fd):
+    """A test that runs longer than 20 s says so in the terminal every 20 s (pytest -q prints nothing
+    while a test runs, and a terminal silent for a minute looks hung)."""
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat():
+        while not stop.wait(20):
+            line = f"\n[rspo tests] {request.node.nodeid} still running ({time.monotonic() - start:.0f} s)\n"
+            os.write(terminal_fd, line.encode())
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join()
