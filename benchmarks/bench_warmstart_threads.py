@@ -39,17 +39,10 @@ def time_steps(env: str, steps: int, threads: int) -> float:
 
 
 def _train_s(env: str, steps: int, threads: int) -> float:
-    from rspo.policies.lm import LMPolicy
-    from rspo.policies.tiny import build_tiny_model, default_tokenizer
-    from rspo.sft import default_config, warm_start
+    from rspo.sft import default_config, fresh_policy, warm_start
 
     config = replace(default_config(env), max_steps=steps)
-    tok = default_tokenizer(config.vocab_size, config.tokenizer_family)
-    policy = LMPolicy(
-        build_tiny_model(tok, seed=0), tok, action_mode="score", max_prompt_tokens=config.max_prompt_tokens
-    )
-    stats = warm_start(policy, config, threads=threads)
-    return stats["train_s"]
+    return warm_start(fresh_policy(config), config, threads=threads)["train_s"]
 
 
 def main(argv=None) -> int:

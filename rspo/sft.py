@@ -349,6 +349,19 @@ def default_policy_path(env: str, config: WarmStartConfig | None = None) -> Path
     return cache_root() / f"default-{env}-{cache_key(config)}"
 
 
+def fresh_policy(config: WarmStartConfig):
+    """The untrained tiny policy a warm start of ``config`` begins from (its tokenizer, its seed)."""
+    from rspo.policies.lm import LMPolicy
+
+    tok = default_tokenizer(config.vocab_size, config.tokenizer_family)
+    return LMPolicy(
+        build_tiny_model(tok, seed=config.seed),
+        tok,
+        action_mode="score",
+        max_prompt_tokens=config.max_prompt_tokens,
+    )
+
+
 def build_default(
     env: str, config: WarmStartConfig | None = None, *, evaluate: bool = True, eval_tasks: int = 140
 ) -> Path:
@@ -360,18 +373,11 @@ def build_default(
     its copy is kept.
     """
     import rspo.envs
-    from rspo.policies.lm import LMPolicy
 
     config = config or default_config(env)
     path = default_policy_path(env, config)
     t0 = time.perf_counter()
-    tok = default_tokenizer(config.vocab_size, config.tokenizer_family)
-    policy = LMPolicy(
-        build_tiny_model(tok, seed=config.seed),
-        tok,
-        action_mode="score",
-        max_prompt_tokens=config.max_prompt_tokens,
-    )
+    policy = fresh_policy(config)
     log.info("rspo: warm-starting the default %s policy, once (a few minutes) -> %s", env, path)
     stats = warm_start(policy, config)
     record = {
