@@ -14,7 +14,8 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
 - the initial evaluation is the same for every run of an environment (same policy, greedy, same
   tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.experiments``);
 - ``--ablations`` adds the profile's ablation runs (notebook 05's: RSPO on GRPO with one setting
-  changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads;
+  changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads; for
+  the lab, the protocol's ablation rows (``rspo.experiments.LAB_ABLATIONS``) at every seed given;
 - ``--table-only`` prints the table from what is on disk; ``--diagnose`` adds what the training rows
   say (``rspo.analysis.diagnostics_table``: rollout success, process return, RSPO's explorer and replay);
 - ``--restore`` first puts back the finished runs whose logs were published with a report
@@ -153,12 +154,15 @@ def main() -> None:
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = grid_configs(args.profile, out, args.envs, args.algos, args.rewards, args.seeds, **overrides)
     if args.ablations:  # as rspo reproduce --profile <profile> trains them (rspo.reproduce.table_parameters)
-        from rspo.experiments import ablation_configs
+        from rspo.experiments import LAB_ABLATIONS, ablation_configs
         from rspo.reproduce import table_parameters
 
-        t = table_parameters(args.profile)
-        seeds = [s for s in args.seeds if s in t["ablation_seeds"]]
-        configs += ablation_configs(args.profile, out, args.envs, t["ablations"], seeds, **overrides)
+        if args.profile == "lab":  # no notebook reads the lab's ablations: the protocol's list, every seed
+            ablations, seeds = LAB_ABLATIONS, args.seeds
+        else:
+            t = table_parameters(args.profile)
+            ablations, seeds = t["ablations"], [s for s in args.seeds if s in t["ablation_seeds"]]
+        configs += ablation_configs(args.profile, out, args.envs, ablations, seeds, **overrides)
     done = {run.config.name: run for run in finished_runs(configs)}  # each run read once
     if not args.table_only:
         todo = [c for c in configs if c.name not in done]

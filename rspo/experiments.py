@@ -129,6 +129,8 @@ CPU_ABLATIONS = SWAP_VARIANTS + [
     {"swap_lambda": 2.0},
     {"swap_c": 2.0},
 ]
+# the lab's ablation rows (docs/lab/protocol.md, "Ablations"): the same list, on GRPO at m = 0.1
+LAB_ABLATIONS = CPU_ABLATIONS
 PROFILES: dict[str, dict[str, dict]] = {
     # the lab (detour) at m = 0.1 on GRPO, two seeds: outcome slow, dense biased, where RSPO ends
     "quick": {
