@@ -1,6 +1,7 @@
 """RSPO's premises on the credit-assignment lab, from finished runs: P1, P2, P3 with 95% CIs.
 
     python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000] [--claims [DIR ...]]
+        [--curves [--curves-algo ALGO]] [--cost] [--collapses] [--ablations]
 
 ``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (:mod:`rspo.claims` applies its
 rules), over the lab's runs and any folders of finished runs named after it (household and shop:
@@ -41,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from rspo.analysis import load_runs, to_markdown  # noqa: E402
 from rspo.claims import (  # noqa: E402
+    ablation_table,
     bootstrap,
     by_reward,
     claims_table,
@@ -79,6 +81,11 @@ def main() -> None:
         action="store_true",
         help="runs whose rollout success fell from >= 50%% to <= 5%% and ended there",
     )
+    parser.add_argument(
+        "--ablations",
+        action="store_true",
+        help="the protocol's ablation rows: each RSPO variant against outcome, dense and RSPO's default",
+    )
     args = parser.parse_args()
     root = Path(args.runs)
     runs = [r for r in lab_runs(root) if r.config.env == "detour"]
@@ -88,6 +95,9 @@ def main() -> None:
         print(to_markdown(*cost_table(runs)) + "\n")
     if args.collapses:
         print(to_markdown(*collapse_table(runs)) + "\n")
+    if args.ablations:
+        head, lines = ablation_table(runs, args.boot)
+        print(to_markdown(head, lines) if lines else "(no finished ablation runs)", end="\n\n")
     if args.claims is not None:
         extra = [r for folder in args.claims for r in load_runs(folder)]
         head, lines = claims_table(runs + extra, args.boot)

@@ -247,3 +247,59 @@ def claims_table(
             ]
         )
     return head, lines
+
+
+def ablation_groups(runs) -> dict[tuple, list]:
+    """Finished ablation runs (``<env>-<algo>-rspo-<change>-s<seed>``, :func:`rspo.experiments.ablation_configs`)
+    grouped by (env, algo, misalignment, change)."""
+    groups: dict[tuple, list] = {}
+    for run in runs:
+        cfg = run.config
+        prefix, suffix = f"{cfg.env}-{cfg.algo}-rspo-", f"-s{cfg.seed}"
+        if not run.finished or not (cfg.name.startswith(prefix) and cfg.name.endswith(suffix)):
+            continue
+        change = cfg.name[len(prefix) : -len(suffix)]
+        if change:
+            groups.setdefault((cfg.env, cfg.algo, cfg.misalignment, change), []).append(run)
+    return groups
+
+
+def ablation_table(runs, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
+    """The protocol's ablation rows: each variant of RSPO read with the rules of (c) against the
+    outcome and dense runs of its env, algo and m (equal steps), and against RSPO's default at its last
+    iteration. Differences in points of success (%)."""
+    groups = by_reward(runs)
+    head = [
+        "env",
+        "m",
+        "algo",
+        "variant",
+        "seeds",
+        "steps",
+        "(c) variant >= both",
+        "variant - RSPO (equal its)",
+    ]
+    lines = []
+    for (env, algo, m, change), variant in sorted(ablation_groups(runs).items(), key=lambda kv: kv[0]):
+        got = groups.get((env, algo, m), {})
+        outcome = got.get("outcome") or groups.get((env, algo, 0.0), {}).get("outcome", [])
+        dense, rspo = got.get("dense", []), got.get("rspo", [])
+        if not (outcome and dense):
+            continue
+        d = decide(outcome, dense, variant, boot, with_a=False)
+        v = d["steps"]
+        c = f"{v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}"
+        vs_rspo = ""
+        if rspo:
+            last_it = variant[0].rows[-1]["iteration"]
+            e = bootstrap(
+                _mean_diff,
+                [
+                    [eval_at(r, iteration=last_it) for r in variant],
+                    [eval_at(r, iteration=last_it) for r in rspo],
+                ],
+                boot,
+            )
+            vs_rspo = f"{fmt(e, 0, 100)} ({len(rspo)} seeds)"
+        lines.append([env, f"{m:g}", algo, change, str(len(variant)), f"{d['rspo_steps']:,.0f}", c, vs_rspo])
+    return head, lines

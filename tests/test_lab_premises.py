@@ -94,3 +94,42 @@ def test_claims_table_reads_a_clear_win_and_a_clear_bias_and_uses_m0_outcome_run
     ]
     _, lines = lp.claims_table(outcome + dense + rspo_worse, boot=200)
     assert lines[0][6].startswith("no:")
+
+
+def test_ablation_table_reads_each_variant_against_outcome_dense_and_rspos_default():
+    from dataclasses import replace
+
+    outcome = [
+        _run("detour", "grpo", "outcome", s, _rows([0, 0, 0.2, 0.5], final_eval=0.5 + 0.01 * s))
+        for s in range(4)
+    ]
+    dense = [
+        _run("detour", "grpo", "dense", s, _rows([0.5] * 4, final_eval=0.1 + 0.01 * s), m=0.1)
+        for s in range(4)
+    ]
+    rspo = [
+        _run("detour", "grpo", "rspo", s, _rows([0.3] * 4, 200, final_eval=0.6 + 0.01 * s), m=0.1)
+        for s in range(4)
+    ]
+
+    def variant(change, final):
+        runs = [
+            _run("detour", "grpo", "rspo", s, _rows([0.3] * 4, 200, final_eval=final + 0.01 * s), m=0.1)
+            for s in range(3)
+        ]
+        return [
+            replace(r, config=replace(r.config, name=f"detour-grpo-rspo-{change}-s{r.config.seed}"))
+            for r in runs
+        ]
+
+    good, bad = variant("swap_c=2.0", 0.9), variant("swap_variant=mixed", 0.0)
+    head, lines = lp.ablation_table(outcome + dense + rspo + good + bad, boot=200)
+    by_change = {line[head.index("variant")]: line for line in lines}
+    assert set(by_change) == {"swap_c=2.0", "swap_variant=mixed"}  # the default RSPO runs are no ablation
+    win = by_change["swap_c=2.0"]
+    assert win[head.index("seeds")] == "3" and win[head.index("m")] == "0.1"
+    assert win[head.index("(c) variant >= both")].startswith("yes: vs outcome +40")
+    assert win[head.index("variant - RSPO (equal its)")].startswith("+30") and "(4 seeds)" in win[-1]
+    loss = by_change["swap_variant=mixed"]
+    assert loss[head.index("(c) variant >= both")].startswith("no:")
+    assert loss[head.index("variant - RSPO (equal its)")].startswith("-60")
