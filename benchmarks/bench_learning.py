@@ -54,10 +54,13 @@ def finished_runs(configs: list[TrainConfig]) -> list:
 
 
 def run_one(cfg: TrainConfig):
-    """Train (or resume) the run ``cfg`` names; the finished :class:`rspo.analysis.Run`."""
+    """Train (or resume) the run ``cfg`` names, with the trainer's progress bar (a run takes minutes:
+    the terminal shows each iteration); the finished :class:`rspo.analysis.Run`."""
+    from dataclasses import replace
+
     from rspo.experiments import ensure_run
 
-    return ensure_run(cfg)
+    return ensure_run(replace(cfg, progress=True))  # progress may differ from a saved run's config
 
 
 def table(runs: list, markdown: bool, split: str = "") -> str:
