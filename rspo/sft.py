@@ -34,13 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rspo.atomic import atomic_dir
-from rspo.policies.tiny import (
-    TINY_MODEL,
-    build_tiny_model,
-    cache_root,
-    default_tokenizer,
-    tokenizer_key,
-)
+from rspo.policies.tiny import TINY_MODEL, build_tiny_model
+from rspo.policies.tokenizer import cache_root, default_tokenizer, tokenizer_key
 
 SFT_VERSION = 1  # bump when the warm-start code changes what it builds
 log = logging.getLogger(__name__)

@@ -129,9 +129,9 @@ def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succe
         assert (
             sft.default_config("toy").max_steps == 2 and sft.default_config("toy").tokenizer_family == "toy"
         )
-        from rspo.policies import tiny
+        from rspo.policies import tokenizer
 
-        assert tiny.family_envs("toy") == ["toy"] and "toy" not in tiny.family_envs()
+        assert tokenizer.family_envs("toy") == ["toy"] and "toy" not in tokenizer.family_envs()
         assert experiments.run_config("smoke", "toy", "grpo", "outcome", 0, tmp_path).max_steps == 2
         rows = one_iteration(tmp_path, env="toy", algo="gigpo", reward="dense", show_admissible="auto")
     assert len(rows) == 1 and rows[0]["rollout/episodes"] == 4 and rows[0]["adv/abs_mean"] > 0
@@ -143,9 +143,9 @@ def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succe
 def test_an_environment_without_an_offline_tokenizer_has_no_warm_start():
     adapter = dataclasses.replace(TOY_ENV, name="toy_adapter", tokenizer_family=None)
     with ENVS.temporary(adapter):
-        from rspo.policies import tiny
+        from rspo.policies import tokenizer
 
-        assert "toy_adapter" not in tiny.family_envs()
+        assert "toy_adapter" not in tokenizer.family_envs()
         with pytest.raises(ValueError, match="no offline tokenizer.*TrainConfig.model"):
             sft.default_config("toy_adapter")
 

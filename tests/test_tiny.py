@@ -10,13 +10,13 @@ import torch
 
 import rspo.envs
 from rspo import atomic, sft
-from rspo.policies import tiny
+from rspo.policies import tiny, tokenizer
 from rspo.rollout import expert_demonstrations
 
 
 @pytest.fixture(scope="module")
 def tok():
-    return tiny.small_tokenizer()
+    return tokenizer.small_tokenizer()
 
 
 @pytest.fixture(scope="module")
@@ -35,23 +35,23 @@ def cache(tmp_path, monkeypatch):
     """An empty cache root; the default tokenizer replaced by the small one (fast)."""
     monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
     monkeypatch.setattr(
-        sft, "default_tokenizer", lambda vocab_size=0, family="default": tiny.small_tokenizer()
+        sft, "default_tokenizer", lambda vocab_size=0, family="default": tokenizer.small_tokenizer()
     )
     return tmp_path
 
 
 def test_tokenizer_is_deterministic_and_lossless(tok, env_texts):
-    texts = tiny.tokenizer_corpus(n_expert=3, n_random=1)
-    a = tiny.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
-    b = tiny.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
+    texts = tokenizer.tokenizer_corpus(n_expert=3, n_random=1)
+    a = tokenizer.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
+    b = tokenizer.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
     assert a == b
     for text in env_texts:
         assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
-    for special in tiny.SPECIAL_TOKENS:
+    for special in tokenizer.SPECIAL_TOKENS:
         assert len(tok(special, add_special_tokens=False)["input_ids"]) == 1
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|pad|>"
     assert len(tok("go to cabinet 12", add_special_tokens=False)["input_ids"]) <= 6
-    asin = tiny.catalogue_ids()[-1]  # a lowercase product id; its uppercase form is also one token
+    asin = tokenizer.catalogue_ids()[-1]  # a lowercase product id; its uppercase form is also one token
     assert tok.tokenize(f"click[{asin}]") == ["click", "[", asin, "]"]
     assert asin.upper() in tok.tokenize(f" {asin.upper()} [SEP] $18.00")
 
@@ -202,15 +202,15 @@ def test_cache_key_depends_on_config(cache):
 
 
 def test_tokenizer_families_follow_the_registry():
-    assert tiny.family_envs() == ["household", "shop"]
-    assert tiny.family_envs("detour") == ["detour"]
+    assert tokenizer.family_envs() == ["household", "shop"]
+    assert tokenizer.family_envs("detour") == ["detour"]
     with pytest.raises(ValueError, match="tokenizer family"):
-        tiny.family_envs("nope")
-    texts = tiny.tokenizer_corpus(n_expert=5, n_random=5, family="detour")
+        tokenizer.family_envs("nope")
+    texts = tokenizer.tokenizer_corpus(n_expert=5, n_random=5, family="detour")
     assert texts and all("chest" in t for t in texts)
     assert not any("cabinet" in t or "search[" in t for t in texts)
     # the lab's own tokenizer is small and keys on its corpus, apart from the default's data files
-    assert tiny.tokenizer_key(512, "detour") != tiny.tokenizer_key(512)
+    assert tokenizer.tokenizer_key(512, "detour") != tokenizer.tokenizer_key(512)
 
 
 def test_random_play_demonstrations_and_every_action_targets():
@@ -246,7 +246,7 @@ def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
             "version": sft.SFT_VERSION,
             "config": old,
             "model": tiny.TINY_MODEL,
-            "tokenizer": tiny.tokenizer_key(cfg.vocab_size),
+            "tokenizer": tokenizer.tokenizer_key(cfg.vocab_size),
         }
         assert (
             sft.cache_key(cfg) == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]

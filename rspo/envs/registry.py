@@ -12,7 +12,7 @@ intro              :func:`rspo.prompts.build_prompt`: the prompt's first line
 history            the prompt's observation/action pairs: ``TrainConfig(history=-1)`` and the warm start
 show_admissible    whether prompts list the admissible actions (warm start; RL with ``"auto"``)
 warm_start         :func:`rspo.sft.default_config`: the other :class:`~rspo.sft.WarmStartConfig` fields
-tokenizer_family   :mod:`rspo.policies.tiny`: the environments whose text trains one tokenizer
+tokenizer_family   :mod:`rspo.policies.tokenizer`: the environments whose text trains one tokenizer
 data_files         committed files under ``data/<name>/`` (the default family's tokenizer key hashes them)
 extra_tokens       whole tokens added to the family's tokenizer (the shop's product ids)
 profiles           :data:`rspo.experiments.TRAIN_PROFILES`: per profile, TrainConfig settings

@@ -70,7 +70,7 @@ def smollm2_local(cache: str | Path | None = None) -> Path:
     of float32 weights.
     """
     from rspo.atomic import atomic_dir
-    from rspo.policies.tiny import cache_root
+    from rspo.policies.tokenizer import cache_root
 
     path = Path(cache) / CACHE_NAME if cache is not None else cache_root() / CACHE_NAME
     if (path / _DONE).is_file():
