@@ -1,67 +1,20 @@
-"""The offline default model (tokenizer, tiny Qwen3), the SFT warm start and its cache."""
+"""rspo.policies.tiny: the tiny Qwen3 (size, determinism, save and reload) and the untrained policy.
+
+The tokenizer it is built for: tests/test_tokenizer.py; the warm start: tests/test_sft.py."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 import torch
 
-import rspo.envs
-from rspo import atomic, sft
 from rspo.policies import tiny, tokenizer
-from rspo.rollout import expert_demonstrations
 
 
 @pytest.fixture(scope="module")
 def tok():
     return tokenizer.small_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def env_texts():
-    """Prompts and actions of both environments, from splits the small tokenizer was not trained on."""
-    texts = []
-    for name in ("household", "shop"):
-        split = rspo.envs.env_class(name).eval_splits[-1]
-        ids = rspo.envs.make(name, split=split).task_ids[:2]
-        texts += [t for p, _, a in expert_demonstrations(name, split, ids) for t in (p, a)]
-    return texts
-
-
-@pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    """An empty cache root; the default tokenizer replaced by the small one (fast)."""
-    monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
-    monkeypatch.setattr(
-        sft, "default_tokenizer", lambda vocab_size=0, family="default": tokenizer.small_tokenizer()
-    )
-    return tmp_path
-
-
-def test_tokenizer_is_deterministic_and_lossless(tok, env_texts):
-    texts = tokenizer.tokenizer_corpus(n_expert=3, n_random=1)
-    a = tokenizer.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
-    b = tokenizer.train_tokenizer(texts, vocab_size=512).backend_tokenizer.to_str()
-    assert a == b
-    for text in env_texts:
-        assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
-    for special in tokenizer.SPECIAL_TOKENS:
-        assert len(tok(special, add_special_tokens=False)["input_ids"]) == 1
-    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|pad|>"
-    assert len(tok("go to cabinet 12", add_special_tokens=False)["input_ids"]) <= 6
-    asin = tokenizer.catalogue_ids()[-1]  # a lowercase product id; its uppercase form is also one token
-    assert tok.tokenize(f"click[{asin}]") == ["click", "[", asin, "]"]
-    assert asin.upper() in tok.tokenize(f" {asin.upper()} [SEP] $18.00")
-
-
-def test_chat_template(tok):
-    user = [{"role": "user", "content": "hello"}]
-    text = tok.apply_chat_template(user, add_generation_prompt=True, tokenize=False)
-    assert text == "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
-    full = tok.apply_chat_template([*user, {"role": "assistant", "content": "look"}], tokenize=False)
-    assert full == text + "look<|im_end|>\n"
 
 
 def test_tiny_model_size_determinism_and_save_reload(tok, tmp_path):
@@ -99,157 +52,3 @@ def test_untrained_policy_is_fast_and_acts():
     samples = policy.act(["Your task is to: look."], [["look", "inventory"]], greedy=True)
     assert samples[0].action in ("look", "inventory") and samples[0].valid_format
     assert policy.completion_text("look") == "look<|im_end|>"
-
-
-def _completion_loss(policy, data) -> float:
-    """Mean NLL per completion token of the (prompt, completion) texts (no gradient)."""
-    tok, total, n = policy.tokenizer, 0.0, 0
-    with torch.no_grad():
-        for prompt, completion in zip(data["prompt"], data["completion"], strict=True):
-            p = tok(prompt, add_special_tokens=False)["input_ids"]
-            c = tok(completion, add_special_tokens=False)["input_ids"]
-            logits = policy.model(torch.tensor([p + c])).logits[0, len(p) - 1 : -1]  # (len(c), V)
-            total += torch.nn.functional.cross_entropy(logits, torch.tensor(c), reduction="sum").item()
-            n += len(c)
-    return total / n
-
-
-def test_sft_lowers_completion_loss_and_changes_parameters():
-    policy = tiny.untrained_tiny_policy(seed=0)
-    config = sft.WarmStartConfig(
-        env="household", n_demo_tasks=2, max_steps=6, batch_size=4, learning_rate=3e-3
-    )
-    data = sft.demo_texts(policy, config)
-    assert data["completion"][0].endswith("<|im_end|>")
-    assert data["prompt"][0].startswith("<|im_start|>user\n") and data["prompt"][0].endswith("assistant\n")
-    rows = sft.demo_dataset(policy, config)  # what TRL trains on: the policy's own tokens
-    assert len(rows) == len(data["prompt"])
-    first = policy.tokenizer(data["prompt"][0] + data["completion"][0], add_special_tokens=False)["input_ids"]
-    assert rows[0]["input_ids"] == first
-    n = len(policy.tokenizer(data["completion"][0], add_special_tokens=False)["input_ids"])
-    assert rows[0]["completion_mask"] == [0] * (len(first) - n) + [1] * n
-    before_params = [p.detach().clone() for p in policy.model.parameters()]
-    before = _completion_loss(policy, data)
-    stats = sft.warm_start(policy, config, log_every=1)
-    after = _completion_loss(policy, data)
-    assert stats["steps"] == 6 and len(stats["losses"]) == 6
-    assert all(torch.isfinite(torch.tensor(stats["losses"])))
-    assert after < before - 0.5
-    assert any(not torch.equal(a, b) for a, b in zip(before_params, policy.model.parameters(), strict=True))
-    assert not policy.model.training
-
-
-def test_cache_builds_once_then_loads(cache, monkeypatch):
-    config = sft.WarmStartConfig(env="shop", n_demo_tasks=1, max_steps=1, batch_size=2)
-    calls = []
-    real = sft.warm_start
-
-    def counting(policy, cfg, **kw):
-        calls.append(cfg)
-        return real(policy, cfg, **kw)
-
-    monkeypatch.setattr(sft, "warm_start", counting)
-    path = sft.default_policy_path("shop", config)
-    assert path.parent == cache and not path.exists()
-    first = sft.load_or_build_default("shop", config=config, evaluate=False)
-    assert len(calls) == 1 and path.is_dir()
-    record = json.loads((path / "warmstart.json").read_text())
-    assert record["config"]["env"] == "shop" and record["build_s"] > 0 and "eval" not in record
-    assert sft.warmstart_record("shop", config) == record and (path / "rspo_policy.json").is_file()
-    assert sft.prompt_settings("shop", config) == {"history": 2, "show_admissible": True}
-    second = sft.load_or_build_default("shop", action_mode="generate", config=config, evaluate=False)
-    assert len(calls) == 1 and second.action_mode == "generate"
-    x = torch.randint(0, len(first.tokenizer), (1, 9))
-    with torch.no_grad():
-        assert torch.equal(first.model(x).logits, second.model(x).logits)
-    assert sorted(p.name for p in cache.iterdir()) == [path.name]  # no temporary folders left
-
-
-def test_failed_build_leaves_no_cache(cache, monkeypatch):
-    def boom(policy, cfg, **kw):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(sft, "warm_start", boom)
-    config = sft.WarmStartConfig(env="household", n_demo_tasks=1, max_steps=1)
-    with pytest.raises(KeyboardInterrupt):
-        sft.load_or_build_default("household", config=config, evaluate=False)
-    assert not sft.default_policy_path("household", config).exists()
-    assert [p.name for p in cache.iterdir() if p.name.startswith("default-")] == []
-
-    class Boom(RuntimeError):
-        pass
-
-    with pytest.raises(Boom), atomic.atomic_dir(cache / "x") as tmp:
-        (tmp / "half").write_text("written")
-        raise Boom
-    assert list(cache.iterdir()) == []
-
-
-def test_cache_key_depends_on_config(cache):
-    base = sft.default_config("household")
-    keys = {
-        sft.default_policy_path("household", base),
-        sft.default_policy_path("household", sft.WarmStartConfig(**{**base.__dict__, "seed": 1})),
-        sft.default_policy_path("household", sft.WarmStartConfig(**{**base.__dict__, "learning_rate": 1e-3})),
-        sft.default_policy_path("shop"),
-    }
-    assert len(keys) == 4
-    assert sft.default_policy_path("household") == sft.default_policy_path("household", base)
-    with pytest.raises(ValueError, match="config is for env"):
-        sft.default_policy_path("shop", base)
-    with pytest.raises(ValueError, match="unknown environment"):
-        sft.WarmStartConfig(env="nope")
-
-
-def test_tokenizer_families_follow_the_registry():
-    assert tokenizer.family_envs() == ["household", "shop"]
-    assert tokenizer.family_envs("detour") == ["detour"]
-    with pytest.raises(ValueError, match="tokenizer family"):
-        tokenizer.family_envs("nope")
-    texts = tokenizer.tokenizer_corpus(n_expert=5, n_random=5, family="detour")
-    assert texts and all("chest" in t for t in texts)
-    assert not any("cabinet" in t or "search[" in t for t in texts)
-    # the lab's own tokenizer is small and keys on its corpus, apart from the default's data files
-    assert tokenizer.tokenizer_key(512, "detour") != tokenizer.tokenizer_key(512)
-
-
-def test_random_play_demonstrations_and_every_action_targets():
-    ids = rspo.envs.make("detour", split="train").task_ids[:20]
-    expert = expert_demonstrations("detour", "train", ids)
-    assert len(expert) == 20 * rspo.envs.make("detour").length
-    rand = expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
-    assert rand != expert and all(a in cands for _, cands, a in rand)
-    assert rand == expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
-    cfg = sft.default_config("detour")
-    assert 0 < cfg.random_frac < 1 and cfg.every_action and cfg.tokenizer_family == "detour"
-    cfg = sft.WarmStartConfig(env="detour", n_demo_tasks=3, random_frac=1.0, every_action=True)
-    demos = sft._demos(cfg)
-    prompts = {p for p, _, _ in demos}
-    for prompt in prompts:  # each visited state once per admissible action, each action once
-        rows = [(c, a) for p, c, a in demos if p == prompt]
-        assert sorted(a for _, a in rows) == sorted(rows[0][0]) * (len(rows) // len(rows[0][0]))
-    with pytest.raises(ValueError, match="random_frac"):
-        sft.WarmStartConfig(env="detour", random_frac=1.5)
-
-
-def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
-    # household and shop warm starts built before random_frac / every_action existed stay valid: their
-    # key is the hash of the spec as it was then (the config without the two fields)
-    import hashlib
-
-    for env in ("household", "shop"):
-        cfg = sft.default_config(env)
-        old = {
-            k: v for k, v in sft.dataclasses.asdict(cfg).items() if k not in ("random_frac", "every_action")
-        }
-        spec = {
-            "version": sft.SFT_VERSION,
-            "config": old,
-            "model": tiny.TINY_MODEL,
-            "tokenizer": tokenizer.tokenizer_key(cfg.vocab_size),
-        }
-        assert (
-            sft.cache_key(cfg) == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
-        )
-        changed = sft.WarmStartConfig(env=env, random_frac=0.5, **rspo.envs.spec(env).warm_start_fields())
-        assert sft.cache_key(changed) != sft.cache_key(cfg)
