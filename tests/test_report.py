@@ -1,20 +1,20 @@
-"""The report of ``rspo reproduce`` (rspo.report) and the notebooks' results.json (rspo.results).
+"""rspo.report: the report of ``rspo reproduce`` (Markdown and, through rspo.report_html, HTML).
 
 A report is written here over a made-up output folder - committed lab runs copied in, a PNG and a
 plotly figure, one executed notebook with a plotly output, a results.json - without running a
-notebook; ``tests/test_notebooks.py`` writes one from a real (smoke) run.
+notebook; ``tests/test_notebooks.py`` writes one from a real (smoke) run. The results.json it reads:
+tests/test_results.py.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
 import pytest
 
-from rspo.results import jsonable, load_results, run_numbers, save_results
+from rspo.results import save_results
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "docs" / "lab" / "runs"
@@ -141,78 +141,3 @@ def test_the_results_caption_says_one_seed_when_there_is_one():
     assert "One seed per row" in one and "mean ± std" not in one.lower()
     assert "Mean ± std over 3 seeds" in seed_caption([{"seeds": 3}])
     assert "a row with one seed" in seed_caption([{"seeds": 1}, {"seeds": 2}])
-
-
-def test_save_results_merges_per_notebook_and_needs_a_folder(tmp_path):
-    figures = tmp_path / "figures"
-    assert save_results("", "00_quickstart", x=1) is None and not list(tmp_path.iterdir())
-    save_results(figures, "00_quickstart", ratio=1.5, steps=(1, 2))
-    save_results(figures, "01_environments_and_rewards", won={"household": 3})
-    save_results(figures, "00_quickstart", ratio=2.0, nan=math.nan)  # replaces 00's entry only
-    assert load_results(tmp_path) == {
-        "00_quickstart": {"ratio": 2.0, "nan": None},
-        "01_environments_and_rewards": {"won": {"household": 3}},
-    }
-    assert load_results(tmp_path / "nowhere") == {}
-
-
-def test_jsonable_and_run_numbers():
-    import numpy as np
-    import torch
-
-    from rspo.analysis import load_runs
-
-    value = {1: (np.float32(0.5), torch.tensor(2.0), float("inf")), "p": Path("/x"), "a": np.arange(2)}
-    assert jsonable(value) == {"1": [0.5, 2.0, None], "p": "/x", "a": [0, 1]}
-    runs = [r for r in load_runs(LAB / "m0.1") if r.config.name == "detour-grpo-rspo-s0"]
-    if not runs:
-        pytest.skip("needs the committed lab runs (docs/lab/runs)")
-    (n,) = run_numbers(runs)
-    assert n["name"] == "detour-grpo-rspo-s0" and n["reward"] == "rspo" and n["misalignment"] == 0.1
-    assert n["finished"] and n["iterations"] == runs[0].config.iterations
-    assert n["eval_success_final"] == 100 * runs[0].rows[-1]["eval/success"]
-    json.dumps(n)  # machine-readable as it is
-
-
-def test_figure_data_reads_what_plotly_writes(tmp_path):
-    import plotly.graph_objects as go
-
-    from rspo.report_html import figure_data
-
-    path = tmp_path / "f.html"
-    go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]), layout_title_text="t").write_html(path, include_plotlyjs=True)
-    data = figure_data(path)
-    assert data["data"][0]["z"] == [[1, 2], [3, 4]] and data["layout"]["title"]["text"] == "t"
-    (tmp_path / "g.html").write_text("<html>no figure</html>")
-    assert figure_data(tmp_path / "g.html") is None
-
-
-def test_publish_names_a_notebook_page_without_the_figure_note(tmp_path):
-    from rspo.reproduce import publish_report
-
-    report = tmp_path / "out" / "report.md"
-    report.parent.mkdir()
-    report.write_text(
-        "| [00_quickstart](00_quickstart.html) | [00_quickstart.ipynb](00_quickstart.ipynb) |\n"
-    )
-    text = publish_report(report, tmp_path / "docs" / "r.md").read_text()
-    assert text == "| 00_quickstart | 00_quickstart.ipynb |\n"
-
-
-@pytest.mark.parametrize(
-    "stem",
-    [
-        "00_quickstart",
-        "01_environments_and_rewards",
-        "02_credit_assignment",
-        "03_sparse_vs_dense_baselines",
-        "04_rspo",
-        "05_analysis",
-    ],
-)
-def test_each_notebook_ends_by_saving_its_key_numbers_under_its_own_name(stem):
-    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
-    last = "".join(nb["cells"][-1]["source"])
-    assert f'save_results(figures_dir, "{stem}",' in last
-    if stem == "05_analysis":  # the claims the report shows first
-        assert "claims=" in last
