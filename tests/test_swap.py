@@ -1,4 +1,10 @@
-"""The reward swap's pure functions: relabel, replay buffer, truncated importance weights."""
+"""rspo.swap: relabel, replay buffer, truncated importance weights, the swap batch.
+
+The second part holds the cases mutation testing found untested (benchmarks/mutation.py,
+docs/mutation.md; they were tests/test_swap_edges.py): the learner's critic on explorer turns
+(PPO/GAE), a non-default reward spec, the importance-weight statistics by hand, the defaults, and the
+replay buffer's bounds across eviction and a checkpoint round trip. The reward swap inside the trainer:
+tests/test_rspo.py."""
 
 from __future__ import annotations
 
@@ -11,10 +17,11 @@ import pytest
 import torch
 
 from rspo.config import TrainConfig
+from rspo.policies.tiny import untrained_tiny_policy
 from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import Episode, Turn
-from rspo.swap import ReplayBuffer, has_signal, importance_weights, relabel
-from rspo.update import build_batch
+from rspo.rollout import Episode, Turn, collect, make_envs
+from rspo.swap import BufferGroup, ReplayBuffer, has_signal, importance_weights, relabel, swap_batch
+from rspo.update import build_batch, score_turns
 
 
 def turn(reward=0.0, process=0.0, valid=True, anchor="s"):
@@ -178,3 +185,193 @@ def test_swap_scores_only_trained_explorer_turns_and_the_update_scores_the_refer
     fresh, _ = real(policy, turns, cfg, contextlib.nullcontext, reference=True)
     for t, f in zip(turns, fresh, strict=True):
         assert t.ref_logprobs == pytest.approx(f, abs=1e-5)
+
+
+# --- cases found by mutation testing ---------------------------------------------------------------
+NULL = contextlib.nullcontext
+SPEC = RewardSpec(outcome_scale=3.0, invalid_penalty=-0.5)  # not the default: a dropped spec shows
+
+
+def episodes(policy, temperature=3.0):
+    envs = make_envs("household", "train", 4, max_steps=3)
+    eps = collect(
+        policy,
+        envs,
+        envs[0].task_ids[:2],
+        2,
+        temperature=temperature,
+        generator=torch.Generator().manual_seed(0),
+    )
+    for ep in eps:
+        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0
+        ep.turns[0].process_reward = 0.2
+    return eps
+
+
+def test_relabel_and_has_signal_use_the_given_spec():
+    eps = [
+        Episode("household", "t", 0, c, [turn(valid=c == 0), turn(reward=1.0, process=0.3)]) for c in (0, 1)
+    ]
+    assert relabel(eps, SPEC) == [[0.0, 3.0], [-0.5, 3.0]] == compute_rewards("outcome", eps, SPEC)
+    group = BufferGroup(eps, 0)
+    cfg = TrainConfig(algo="grpo")
+    assert has_signal(group, cfg, RewardSpec())  # the invalid-action penalty tells the copies apart
+    assert not has_signal(group, cfg, RewardSpec(invalid_penalty=0.0))  # without it they are equal
+
+
+def test_importance_weights_default_truncation_is_1():
+    mask = torch.ones(1, 2, dtype=torch.bool)
+    w, truncated = importance_weights(torch.tensor([[math.log(1.5), -0.1]]), torch.zeros(1, 2), mask)
+    assert w[0].tolist() == pytest.approx([1.0, math.exp(-0.1)]) and truncated.tolist() == [[True, False]]
+
+
+def gae_case():
+    """A PPO policy's episodes, copy 1 of each task marked as the explorer's, with stale values (123)
+    stored on the explorer's turns; the values the learner's critic gives every turn now."""
+    policy = untrained_tiny_policy(0, value_head=True)
+    cfg = TrainConfig(algo="ppo", micro_batch=4, temperature=3.0)
+    eps = episodes(policy)
+    for ep in eps:
+        if ep.copy == 1:
+            ep.source = "explorer"
+            for t in ep.turns:
+                t.value = 123.0  # the explorer's values at collection: not the learner's critic
+    eps[0].turns[0].value = None  # a learner turn without a stored value counts as 0
+    turns = [t for ep in eps for t in ep.turns]
+    off = [i for i, source in enumerate(ep.source for ep in eps for _ in ep.turns) if source == "explorer"]
+    logps, critic = score_turns(policy, [turns[i] for i in off], cfg, NULL, values=True)
+    values = [0.0 if t.value is None else t.value for t in turns]
+    for k, i in enumerate(off):
+        values[i] = critic[k]
+    assert values[0] == 0.0 and all(abs(values[i] - 123.0) > 1 for i in off)
+    return policy, cfg, eps, off, logps, values
+
+
+def test_swap_batch_with_gae_scores_explorer_turns_with_the_learner():
+    """PPO: the explorer's turns get the learner's proximal log-probs, the outcome-relabelled rewards
+    of the given spec, and their loss weights (default scale 1)."""
+    policy, cfg, eps, off, logps, _ = gae_case()
+    batch, stats = swap_batch(policy, eps, cfg, SPEC, NULL)
+    assert batch.step_rewards.tolist() == pytest.approx([r for rs in relabel(eps, SPEC) for r in rs])
+    assert sorted(batch.proximal) == off and stats["swap/turns"] == len(off)
+    for k, i in enumerate(off):
+        assert batch.proximal[i] == pytest.approx(logps[k], abs=1e-5)
+    assert torch.equal(batch.weights, build_batch(eps, relabel(eps, SPEC), cfg).weights)
+    assert batch.values is not None and batch.returns is not None
+
+
+def test_swap_batch_with_gae_values_explorer_states_with_the_learners_critic():
+    """PPO: explorer turns are valued by the learner's critic now, not by the values stored when the
+    explorer collected them; the advantages are GAE on the relabelled rewards with those values."""
+    policy, cfg, eps, off, logps, values = gae_case()
+    batch, _ = swap_batch(policy, eps, cfg, SPEC, NULL)
+    assert batch.values.tolist() == pytest.approx(values, abs=1e-5)
+    want = build_batch(eps, relabel(eps, SPEC), cfg, values)
+    assert torch.allclose(batch.adv, want.adv, atol=1e-5) and torch.allclose(
+        batch.returns, want.returns, atol=1e-5
+    )
+
+
+def test_build_batch_uses_the_values_it_is_given_for_gae():
+    """The same bug at its source, with numbers by hand: one turn, outcome 10, stored value 4, given 1."""
+    ep = Episode("household", "t", 0, 0, [turn(reward=1.0)])
+    ep.turns[0].value = 4.0
+    cfg = TrainConfig(algo="ppo")
+    stored = build_batch([ep], relabel([ep]), cfg)
+    assert stored.adv.tolist() == [6.0] and stored.returns.tolist() == [10.0]
+    given = build_batch([ep], relabel([ep]), cfg, values=[1.0])
+    assert given.values.tolist() == [1.0] and given.adv.tolist() == [9.0]
+
+
+def test_swap_batch_importance_statistics_by_hand():
+    """Behaviour log-probs set below the learner's by known amounts: ratios 1, 1.5, 3 and e^60 (the
+    log-ratio is clamped at 50); with c = 2 the weights are 1, 1.5, 2, 2 and half the tokens truncated."""
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="grpo", swap_c=2.0, micro_batch=4, temperature=3.0)
+    eps = episodes(policy)
+    for ep in eps:
+        ep.source = "explorer"
+    turns = [t for ep in eps for t in ep.turns]
+    now, _ = score_turns(policy, turns, cfg, NULL)
+    gaps = [0.0, math.log(1.5), math.log(3.0), 60.0]
+    for k, (t, lp) in enumerate(zip(turns, now, strict=True)):
+        t.token_logprobs = [lp[0] - gaps[k % 4]]
+    batch, stats = swap_batch(policy, eps, cfg, SPEC, NULL, scale=0.5)
+    n = len(turns)
+    rho = [math.exp(min(gaps[k % 4], 50.0)) for k in range(n)]
+    assert stats["swap/turns"] == n
+    assert stats["swap/is_ratio_max"] == pytest.approx(math.exp(50.0), rel=1e-4)
+    assert stats["swap/is_ratio_mean"] == pytest.approx(sum(rho) / n, rel=1e-4)
+    assert stats["swap/truncated_frac"] == pytest.approx(sum(r > 2.0 for r in rho) / n)
+    for k in range(n):
+        assert batch.is_weights[k] == pytest.approx([min(rho[k], 2.0)], rel=1e-4)
+    own = build_batch(eps, relabel(eps, SPEC), cfg)
+    assert torch.allclose(batch.weights, 0.5 * own.weights)
+
+
+def test_swap_batch_without_explorer_turns_reports_zeros():
+    policy = untrained_tiny_policy(0)
+    eps = episodes(policy)
+    batch, stats = swap_batch(policy, eps, TrainConfig(algo="grpo", micro_batch=4), SPEC, NULL)
+    assert stats == {
+        "swap/turns": 0,
+        "swap/is_ratio_mean": 0.0,
+        "swap/is_ratio_max": 0.0,
+        "swap/truncated_frac": 0.0,
+    }
+    assert not batch.proximal and not batch.is_weights
+
+
+def group_eps(group, n=2):
+    return [
+        Episode("household", f"train/{group:05d}", group, c, [turn(reward=float(c == 0))]) for c in range(n)
+    ]
+
+
+def test_replay_buffer_smallest_settings_and_errors():
+    buf = ReplayBuffer(capacity=1, max_age=0)
+    buf.add(group_eps(0), 0)
+    buf.add(group_eps(1), 0)
+    assert len(buf) == 1 and buf.groups[0].episodes[0].group == 1
+    assert buf.evict(0) == 0 and buf.evict(1) == 1 and len(buf) == 0  # max_age 0: only this iteration's
+    for bad in ((0, 0), (1, -1)):
+        with pytest.raises(ValueError, match="capacity >= 1 and max_age >= 0"):
+            ReplayBuffer(*bad)
+
+
+def test_replay_buffer_stays_bounded_after_eviction_and_sampling_all_keeps_the_order():
+    buf = ReplayBuffer(capacity=2, max_age=5)
+    for g in range(3):
+        buf.add(group_eps(g), 0)
+    buf.evict(1)
+    for g in range(3, 6):
+        buf.add(group_eps(g), 1)
+    assert len(buf) == 2 and [x.episodes[0].group for x in buf.groups] == [4, 5]
+    rng = random.Random(0)
+    state = rng.getstate()
+    assert buf.sample(2, rng) == list(buf.groups) and rng.getstate() == state  # all of them: no draw
+    assert buf.sample(5, rng) == list(buf.groups)
+
+
+def test_replay_buffer_round_trip_keeps_episodes_and_takes_the_given_bounds():
+    buf = ReplayBuffer(capacity=4, max_age=3)
+    buf.add(group_eps(0), 2)
+    buf.add(group_eps(1, n=3), 3)
+    back = ReplayBuffer.from_state(buf.state(), capacity=2, max_age=1)
+    assert (back.capacity, back.max_age, back.groups.maxlen) == (2, 1, 2)
+    assert [g.iteration for g in back.groups] == [2, 3]
+    assert [g.episodes for g in back.groups] == [g.episodes for g in buf.groups]
+    assert back.evict(4) == 1  # max_age 1: the group of iteration 2 is too old at 4
+
+
+def test_truncated_fraction_of_a_single_explorer_token():
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="grpo", swap_c=2.0, micro_batch=4, temperature=3.0)
+    eps = episodes(policy)
+    eps[0].turns = eps[0].turns[:1]
+    eps[0].source = "explorer"
+    now, _ = score_turns(policy, eps[0].turns, cfg, NULL)
+    eps[0].turns[0].token_logprobs = [now[0][0] - math.log(3.0)]  # ratio 3 > c
+    _, stats = swap_batch(policy, eps, cfg, SPEC, NULL)
+    assert stats["swap/turns"] == 1 and stats["swap/truncated_frac"] == 1.0
+    assert stats["swap/is_ratio_max"] == pytest.approx(3.0, rel=1e-4)
