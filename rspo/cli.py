@@ -271,6 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-<profile>)")
     p.add_argument("--notebooks", nargs="*", default=None, help="only these (stems or NN prefixes)")
     p.add_argument(
+        "--env",
+        default=None,
+        metavar="NAME",
+        help="run the profile on this environment only (a built-in or an adapter, e.g. --profile gpu "
+        "--env alfworld): the notebooks' envs and env_name parameters; output in "
+        "runs/reproduce-<profile>-<NAME>",
+    )
+    p.add_argument(
         "--finished-only",
         action="store_true",
         help="train nothing in notebooks 03-05: they use the runs already finished in the profile's runs "

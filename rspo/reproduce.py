@@ -24,6 +24,14 @@ ones, and the report says at its top how many of the profile's table runs are fi
 are missing (:func:`table_status`) - a report over a table that ``benchmarks/bench_learning.py`` is
 still filling. The other notebooks run as usual.
 
+``--env NAME`` (``env=NAME``) runs the profile on one environment of the registry: every notebook that
+declares ``envs`` gets ``[NAME]`` (the table notebooks 03-05, and so the table runs trained first), every
+one that declares ``env_name`` gets ``NAME``; the output folder is ``runs/reproduce-<profile>-<NAME>/``.
+The environment is built once before any notebook runs (:func:`check_env`), so a missing extra or
+missing data (``alfworld`` without ``$ALFWORLD_DATA``) is the adapter's one-line error, not a failed
+notebook; a real engine's adapter has no offline warm start and needs a profile with a named model
+(``rspo reproduce --profile gpu --env alfworld``).
+
 ``--publish docs/results-cpu.md`` also copies the report there for committing, with its PNG figures in
 ``docs/results-cpu/`` (:func:`publish_report`).
 """
@@ -67,23 +75,54 @@ def notebooks(selected: list[str] | None = None, folder: Path = NOTEBOOKS_DIR) -
     return found
 
 
-def default_out(profile: str) -> Path:
-    return ROOT / "runs" / f"reproduce-{profile}"
+def default_out(profile: str, env: str | None = None) -> Path:
+    return ROOT / "runs" / (f"reproduce-{profile}-{env}" if env else f"reproduce-{profile}")
 
 
 def runs_dir(profile: str, out: Path) -> Path:
     return SHARED_RUNS.get(profile, out / "runs")
 
 
-def parameters(profile: str, path: Path, out: Path, finished_only: bool = False) -> dict:
+def env_parameters(env: str | None) -> dict:
+    """What ``--env NAME`` sets in every notebook that declares it: ``envs`` (the table notebooks) and
+    ``env_name``; nothing without ``env``."""
+    return {"envs": [env], "env_name": env} if env else {}
+
+
+def check_env(profile: str, env: str) -> None:
+    """Before any notebook runs: ``env`` names an environment of the registry (a ValueError naming the
+    choices), the profile can train on it (an adapter has no offline warm start: it needs a named
+    model), and it builds and resets on its first evaluation split - so a missing extra or missing data
+    is the adapter's own one-line error (FileNotFoundError, ImportError)."""
+    import rspo.envs
+    from rspo.config import field_choices
+    from rspo.experiments import TRAIN_PROFILES
+
+    choices = field_choices()["env"]
+    if env not in choices:
+        raise ValueError(f"unknown environment {env!r} for --env; choose one of: {', '.join(choices)}")
+    train_profile = PROFILES.get(profile, {}).get("*", {}).get("profile", profile)
+    named_model = TRAIN_PROFILES.get(train_profile, {}).get("common", {}).get("model")
+    if rspo.envs.spec(env).tokenizer_family is None and not named_model:
+        raise ValueError(
+            f"{env} has no offline warm start (a real engine's adapter): it trains a named model, "
+            f"which the {profile} profile does not; use --profile gpu"
+        )
+    instance = rspo.envs.make(env, split=rspo.envs.env_class(env).eval_splits[0])
+    instance.reset(task_id=instance.task_ids[0])
+
+
+def parameters(
+    profile: str, path: Path, out: Path, finished_only: bool = False, env: str | None = None
+) -> dict:
     """The profile's parameters for the notebook at ``path``, limited to those it declares
-    (``finished_only``: ``train_missing`` False)."""
+    (``finished_only``: ``train_missing`` False; ``env``: :func:`env_parameters`)."""
     import papermill
 
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILES)}")
     p = PROFILES[profile]
-    wanted = {**p.get("*", {}), **p.get(path.stem, {})}
+    wanted = {**p.get("*", {}), **p.get(path.stem, {}), **env_parameters(env)}
     wanted.update(figures_dir=str(out / "figures"), runs_dir=str(runs_dir(profile, out)))
     if finished_only:
         wanted["train_missing"] = False
@@ -115,47 +154,55 @@ def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
 WARM_START_MINUTES = {"detour": 1, "household": 4, "shop": 4}
 
 
-def ensure_warm_starts(profile: str, write=print) -> None:
-    """Build the warm-started default policies the profile's notebooks load, here, with the warm start's
-    progress bar in the terminal - not silently inside the first notebook (minutes on a fresh cache)."""
+def ensure_warm_starts(profile: str, write=print, env: str | None = None) -> None:
+    """Build the warm-started default policies the profile's notebooks load (``env``: only its), here,
+    with the warm start's progress bar in the terminal - not silently inside the first notebook
+    (minutes on a fresh cache)."""
     from rspo.experiments import TRAIN_PROFILES
     from rspo.sft import build_default, default_policy_path
 
     settings = PROFILES.get(profile, {}).get("*", {})
     if TRAIN_PROFILES.get(settings.get("profile", ""), {}).get("common", {}).get("model"):
         return  # a named model: nothing to warm-start
-    for env in settings.get("envs", []):
-        path = default_policy_path(env)
+    for name in [env] if env else settings.get("envs", []):
+        path = default_policy_path(name)
         if not path.is_dir():
             write(
-                f"building the warm-started default {env} policy once (about {WARM_START_MINUTES.get(env, 4)} "
+                f"building the warm-started default {name} policy once (about {WARM_START_MINUTES.get(name, 4)} "
                 f"min on an idle 2-core machine, several times that on a busy one; cached in {path.parent}) ..."
             )
             t0 = time.perf_counter()
-            build_default(env)
-            write(f"warm start of {env} built in {time.perf_counter() - t0:.0f} s")
+            build_default(name)
+            write(f"warm start of {name} built in {time.perf_counter() - t0:.0f} s")
 
 
-def ensure_table_runs(profile: str, out: Path, write=print) -> None:
+def ensure_table_runs(profile: str, out: Path, write=print, env: str | None = None) -> None:
     """Train the profile's table runs that are not finished (:func:`table_status`), here, two at a time
     (``TRAIN_WORKERS``) with a line per finished run and the running runs' iterations every 20 s - not
     silently inside notebooks 03-05, which then load them."""
     from rspo.experiments import train_runs
 
-    _, missing = table_status(profile, out)
+    _, missing = table_status(profile, out, env)
     if missing:
         train_runs(missing, workers=TRAIN_WORKERS.get(profile, 1), write=write)
 
 
 def run_notebooks(
-    profile: str, out: Path, selected: list[str] | None = None, write=print, finished_only: bool = False
+    profile: str,
+    out: Path,
+    selected: list[str] | None = None,
+    write=print,
+    finished_only: bool = False,
+    env: str | None = None,
 ) -> list[NotebookRun]:
     import papermill
 
+    if env:
+        check_env(profile, env)
     out.mkdir(parents=True, exist_ok=True)
-    ensure_warm_starts(profile, write)
+    ensure_warm_starts(profile, write, env)
     if not finished_only and not selected:
-        ensure_table_runs(profile, out, write)
+        ensure_table_runs(profile, out, write, env)
     done = []
     paths = notebooks(selected)
     for k, path in enumerate(paths, 1):
@@ -166,7 +213,7 @@ def run_notebooks(
             papermill.execute_notebook(
                 str(path),
                 str(output),
-                parameters=parameters(profile, path, out, finished_only),
+                parameters=parameters(profile, path, out, finished_only, env),
                 cwd=str(ROOT),
                 kernel_name="python3",
                 progress_bar=True,  # one bar of executed cells in the terminal
@@ -182,10 +229,10 @@ def run_notebooks(
     return done
 
 
-def table_parameters(profile: str) -> dict:
+def table_parameters(profile: str, env: str | None = None) -> dict:
     """``profile``, ``envs``, ``algos``, ``seeds``, ``ablations`` and ``ablation_seeds`` of the
     profile's table: what notebook 05 (which reads every run of it) runs with - its parameters cell's
-    values, with the profile's on top."""
+    values, with the profile's on top (and ``env``'s, :func:`env_parameters`)."""
     import ast
 
     import papermill
@@ -194,18 +241,19 @@ def table_parameters(profile: str) -> dict:
     keys = ("profile", "envs", "algos", "seeds", "ablations", "ablation_seeds")
     values = {k: ast.literal_eval(declared[k]["default"]) for k in keys}
     p = PROFILES.get(profile, {})  # a training scale without a reproduce profile (smoke): the defaults
-    values.update({k: v for k, v in {**p.get("*", {}), **p.get(TABLE_NOTEBOOK, {})}.items() if k in keys})
+    wanted = {**p.get("*", {}), **p.get(TABLE_NOTEBOOK, {}), **env_parameters(env)}
+    values.update({k: v for k, v in wanted.items() if k in keys})
     return values
 
 
-def table_status(profile: str, out: Path) -> tuple[list, list]:
+def table_status(profile: str, out: Path, env: str | None = None) -> tuple[list, list]:
     """The TrainConfigs of the profile's table runs (envs x algos x rewards x seeds, rewards
     :data:`rspo.config.REWARDS`, then notebook 05's ablation runs) split into finished and missing,
     by what its runs folder holds; a run there with another config counts as missing. Trains nothing."""
     from rspo.config import REWARDS
     from rspo.experiments import ablation_configs, finished_run, grid_configs
 
-    t = table_parameters(profile)
+    t = table_parameters(profile, env)
     where = runs_dir(profile, out)
     configs = grid_configs(t["profile"], where, t["envs"], t["algos"], REWARDS, t["seeds"])
     ablation_seeds = [s for s in t["seeds"] if s in t["ablation_seeds"]]  # as notebook 05 runs them
@@ -252,12 +300,13 @@ def write_report(
     finished_only: bool = False,
     total_seconds: float | None = None,
     render: bool = True,
+    env: str | None = None,
 ) -> Path:
     """``report.md`` and ``report.html`` in ``out`` (:func:`rspo.report.write_report`; ``finished_only``:
     opening with how many of the profile's table runs are finished, and which are missing)."""
     from rspo.report import write_report as write
 
-    status = _status_lines(*table_status(profile, out)) if finished_only else None
+    status = _status_lines(*table_status(profile, out, env)) if finished_only else None
     return write(profile, out, runs, runs_dir(profile, out), status, total_seconds, render)
 
 
@@ -267,14 +316,16 @@ def reproduce(
     selected: list[str] | None = None,
     write=print,
     finished_only: bool = False,
+    env: str | None = None,
 ) -> Path:
     """Run the notebooks of ``profile`` and write the report; returns the path of ``report.md``.
-    ``finished_only``: notebooks 03-05 train nothing and use the finished runs (a partial report)."""
-    out = Path(out) if out else default_out(profile)
+    ``finished_only``: notebooks 03-05 train nothing and use the finished runs (a partial report);
+    ``env``: on that environment only (:func:`env_parameters`, checked first by :func:`check_env`)."""
+    out = Path(out) if out else default_out(profile, env)
     t0 = time.perf_counter()
-    runs = run_notebooks(profile, out, selected, write, finished_only)
+    runs = run_notebooks(profile, out, selected, write, finished_only, env)
     write("writing the report (the notebooks rendered to HTML) ...")
-    report = write_report(profile, out, runs, finished_only, time.perf_counter() - t0)
+    report = write_report(profile, out, runs, finished_only, time.perf_counter() - t0, env=env)
     write(f"report: {report} ({time.perf_counter() - t0:.0f} s in all)")
     return report
 
@@ -335,16 +386,25 @@ def restore_published(profile: str, archive: str, where: Path, write=print) -> l
 
 
 def main(args, write=print) -> int:
+    env = getattr(args, "env", None)
     if getattr(args, "restore", None) is not None:
-        where = runs_dir(args.profile, Path(args.out) if args.out else default_out(args.profile))
+        where = runs_dir(args.profile, Path(args.out) if args.out else default_out(args.profile, env))
         restore_published(args.profile, args.restore, where, write)
     try:
         report = reproduce(
-            args.profile, args.out, args.notebooks, write, finished_only=getattr(args, "finished_only", False)
+            args.profile,
+            args.out,
+            args.notebooks,
+            write,
+            finished_only=getattr(args, "finished_only", False),
+            env=env,
         )
     except NotebookFailed as err:
         print(f"rspo reproduce: {err}", file=sys.stderr)
         return 1
+    except (FileNotFoundError, ImportError) as err:  # --env's extra or data missing (check_env): one line
+        print(f"rspo: error: {err}", file=sys.stderr)
+        return 2
     if getattr(args, "publish", None):
         published = publish_report(report, args.publish, runs=runs_dir(args.profile, report.parent))
         write(f"published: {published} (run logs in {published.with_suffix('')}/runs/)")

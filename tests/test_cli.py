@@ -63,3 +63,82 @@ def test_demo_writes_a_table(tmp_path, capsys):
     expert = [r for r in rows if r["policy"] == "expert"]
     assert all(r["success"] == 1.0 for r in expert)
     assert "| env | split | policy |" in (tmp_path / "results.md").read_text()
+
+
+def test_reproduce_env_flag_is_parsed():
+    args = cli.build_parser().parse_args(["reproduce", "--profile", "gpu", "--env", "alfworld"])
+    assert (args.profile, args.env) == ("gpu", "alfworld")
+    assert cli.build_parser().parse_args(["reproduce"]).env is None
+
+
+def test_reproduce_env_sets_the_env_parameters_a_notebook_declares(tmp_path):
+    pytest.importorskip("papermill")
+    from rspo.reproduce import NOTEBOOKS_DIR, default_out, parameters, table_parameters
+
+    nb = {p.stem[:2]: p for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")}
+    for stem in ("03", "04", "05"):  # the table notebooks: envs
+        params = parameters("gpu", nb[stem], tmp_path, env="alfworld")
+        assert params["envs"] == ["alfworld"] and "env_name" not in params
+        assert parameters("gpu", nb[stem], tmp_path)["envs"] == ["household", "shop"]  # the profile's
+    for stem in ("00", "02", "06"):  # env_name
+        params = parameters("gpu", nb[stem], tmp_path, env="alfworld")
+        assert params["env_name"] == "alfworld" and "envs" not in params
+    assert parameters("gpu", nb["00"], tmp_path)["env_name"] == "shop"
+    params = parameters("quick", nb["01"], tmp_path, env="household")  # declares neither
+    assert "envs" not in params and "env_name" not in params
+    assert parameters("quick", nb["01"], tmp_path) == params
+    assert table_parameters("gpu", "alfworld")["envs"] == ["alfworld"]
+    assert table_parameters("gpu")["envs"] == ["household", "shop"]
+    assert default_out("gpu", "alfworld").name == "reproduce-gpu-alfworld"
+    assert default_out("gpu").name == "reproduce-gpu"
+
+
+def test_reproduce_env_trains_and_warm_starts_that_env_only(tmp_path, monkeypatch):
+    pytest.importorskip("papermill")
+    import rspo.reproduce as job
+    import rspo.sft as sft
+
+    job.check_env("quick", "household")  # a built-in: it builds and resets
+    done, missing = job.table_status("quick", tmp_path, "household")  # nothing trains
+    assert not done and missing and {c.env for c in missing} == {"household"}
+    built = []
+    monkeypatch.setattr(sft, "build_default", lambda env: built.append(env) or (tmp_path / env).mkdir())
+    monkeypatch.setattr(sft, "default_policy_path", lambda env: tmp_path / env)
+    job.ensure_warm_starts("quick", lambda *_: None, env="household")
+    assert built == ["household"]
+
+
+def _no_notebooks(monkeypatch):
+    import rspo.reproduce as job
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a notebook step ran before --env was checked")
+
+    monkeypatch.setattr(job, "ensure_warm_starts", fail)
+    monkeypatch.setattr(job, "ensure_table_runs", fail)
+    monkeypatch.setattr(job, "notebooks", fail)
+
+
+def test_reproduce_rejects_an_unknown_env_in_one_line(tmp_path, monkeypatch, capsys):
+    _no_notebooks(monkeypatch)
+    out = tmp_path / "out"
+    assert cli.main(["reproduce", "--env", "kitchen", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'kitchen'" in err and "household" in err and "alfworld" in err
+    # an adapter has no offline warm start: only a profile with a named model trains it
+    assert cli.main(["reproduce", "--profile", "quick", "--env", "alfworld", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--profile gpu" in err
+    assert not out.exists()
+
+
+def test_reproduce_env_alfworld_without_data_is_the_adapters_one_line_error(tmp_path, monkeypatch, capsys):
+    from rspo.envs.alfworld.env import DATA_HELP
+
+    _no_notebooks(monkeypatch)
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    out = tmp_path / "out"
+    assert cli.main(["reproduce", "--profile", "gpu", "--env", "alfworld", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"rspo: error: ALFWorld data not found: ALFWORLD_DATA is not set; {DATA_HELP}\n"
+    assert "alfworld-download" in err and not out.exists()
