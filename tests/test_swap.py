@@ -4,7 +4,7 @@ The second part holds the cases mutation testing found untested (benchmarks/muta
 docs/mutation.md; they were tests/test_swap_edges.py): the learner's critic on explorer turns
 (PPO/GAE), a non-default reward spec, the importance-weight statistics by hand, the defaults, and the
 replay buffer's bounds across eviction and a checkpoint round trip. The reward swap inside the trainer:
-tests/test_rspo.py."""
+tests/test_trainer.py."""
 
 from __future__ import annotations
 

@@ -90,3 +90,13 @@ def file_snapshot(root) -> set:
 
     root = Path(root)
     return {(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def cases(demos):
+    """Prompts of different lengths with 1..40 candidates, including a candidate that prefixes another."""
+    long = max(demos, key=lambda d: len(d[1]))
+    out = [(p, c) for p, c, _ in demos[2:5]] + [(long[0], long[1])]
+    out.append(("look", ["look"]))
+    out.append((demos[0][0], ["go to cabinet", "go to cabinet 1", "go to cabinet 10", "go"]))
+    out.append((demos[1][0], [f"go to drawer {i}" for i in range(1, 41)]))
+    return out
