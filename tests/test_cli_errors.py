@@ -1,4 +1,5 @@
-"""`rspo train`: one-line errors before any model loads, --checkpoint-every 0, --resume semantics.
+"""rspo.cli's `rspo train`: one-line errors before any model loads, --checkpoint-every 0, --resume semantics
+(through rspo.checkpoint.check_run_dir and rspo.atomic.RunLock). The other commands: tests/test_cli.py.
 
 Rows of docs/reliability.md ("Command-line errors and resume"). Every CLI case asserts exit code 2
 (a usage error) or 1, one ``rspo: error:`` line and no traceback, and that no Trainer was built (so no

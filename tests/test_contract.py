@@ -1,4 +1,8 @@
-"""The environment contract (docs/design.md §3), checked on every registered environment."""
+"""The environment contract (docs/design.md §3), checked on every registered environment.
+
+Cross-module by design: rspo.envs (make, list_envs, the registry), rspo.envs.base, rspo.envs.baselines
+and rspo.envs.text, over household, shop and detour; each environment's own rules are in
+tests/test_household.py, tests/test_shop.py, tests/test_detour.py."""
 
 from __future__ import annotations
 

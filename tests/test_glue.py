@@ -4,6 +4,9 @@ trains on, and the numbers one update applies and logs (entropy sign, gradient c
 Each test here was checked against a bug injected by hand into a copy of the source (docs/mutation.md):
 the explorer trained on the outcome reward, the rollout storing the process reward as the outcome, an
 entropy bonus of the wrong sign, gradient clipping switched off, a wrong approx-KL.
+
+Cross-module by design: rspo.rollout -> rspo.rewards -> rspo.swap -> rspo.update -> rspo.trainer, with a
+model; each module's own tests are in tests/test_<module>.py.
 """
 
 from __future__ import annotations
