@@ -1,4 +1,5 @@
-"""TrainConfig validation: non-finite numbers, run names, groups of one (issue 20)."""
+"""rspo.config.TrainConfig: clear errors, the JSON round trip, documented fields, non-finite numbers,
+run names, groups of one (issue 20)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,42 @@ def test_the_real_engines_adapters_are_valid_environments_of_a_config():
     assert TrainConfig(env="alfworld", model="some/model").env == "alfworld"
     with pytest.raises(ValueError, match="alfworld, textworld"):
         TrainConfig(env="alfworld-ish")
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(algo="dpo"), "grpo, ppo, gigpo"),
+        (dict(reward="sparse"), "outcome, dense"),
+        (dict(lr=0.0), "lr"),
+        (dict(iterations="10"), "iterations must be int"),
+        (dict(group_size=0), "group_size"),
+        (dict(misalignment=1.5), "misalignment"),
+        (dict(temperature=0.0), "temperature"),
+        (dict(lora=True), "lora needs model"),
+        (dict(loss_agg="sum"), "trajectory, turn, token"),
+        (dict(progress="yes"), "progress must be bool"),
+    ],
+)
+def test_config_errors_are_clear(bad, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**bad)
+
+
+def test_config_json_round_trip_and_unknown_fields(tmp_path):
+    cfg = TrainConfig(env="shop", algo="ppo", reward="dense", seed=3, lr=3e-4)
+    cfg.save(tmp_path / "c.json")
+    assert TrainConfig.load(tmp_path / "c.json") == cfg
+    assert cfg.name == "shop-ppo-dense-s3" and cfg.estimator == "gae"
+    with pytest.raises(ValueError, match="unknown TrainConfig fields"):
+        TrainConfig.from_dict({"learning_rate": 1.0})
+
+
+def test_every_config_field_is_documented():
+    import dataclasses
+
+    from rspo.config import field_docs
+
+    docs = field_docs()
+    missing = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in docs]
+    assert not missing, f"fields without a one-line doc: {missing}"

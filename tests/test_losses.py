@@ -1,7 +1,7 @@
-"""rspo.losses: cases that kill the mutants mutmut left alive (benchmarks/mutation.py, docs/mutation.md).
+"""rspo.losses: the PPO-clip loss, the KL estimate and the turn weights by hand, and cases that kill
+the mutants mutmut left alive (benchmarks/mutation.py, docs/mutation.md).
 
-The hand cases of the PPO-clip loss, the KL estimate and the turn weights are in test_update.py; these
-add the inputs that tell a mutant apart: the default arguments, a token mode whose weights differ from
+The mutant cases add the inputs that tell a mutant apart: the default arguments, a token mode whose weights differ from
 the trajectory mode's, a single and an empty batch, the KL clamp at +-20, importance weights on tokens
 and a ratio exactly on the clip boundary.
 """
@@ -68,3 +68,39 @@ def test_masked_turn_mean_averages_real_tokens_and_an_all_padding_turn_is_zero()
     x = torch.tensor([[1.0, 3.0, 100.0], [5.0, 7.0, 9.0], [4.0, 4.0, 4.0]])
     mask = torch.tensor([[True, True, False], [True, True, True], [False, False, False]])
     assert masked_turn_mean(x, mask).tolist() == pytest.approx([2.0, 7.0, 0.0])
+
+
+def test_turn_weights_each_trajectory_weighs_the_same():
+    traj = torch.tensor([0, 0, 0, 0, 1])  # a 4-turn and a 1-turn trajectory
+    tokens = torch.tensor([1, 1, 1, 1, 1])
+    assert turn_weights(traj, tokens, "trajectory").tolist() == pytest.approx([0.125] * 4 + [0.5])
+    assert turn_weights(traj, tokens, "turn").tolist() == pytest.approx([0.2] * 5)
+    assert turn_weights(traj, torch.tensor([1, 1, 1, 1, 4]), "token").tolist() == pytest.approx(
+        [0.125] * 4 + [0.5]
+    )
+    with pytest.raises(ValueError, match="trajectory, turn, token"):
+        turn_weights(traj, tokens, "sample")
+
+
+def test_ppo_clip_by_hand():
+    logp = torch.log(torch.tensor([[1.5], [0.5], [1.1]]))  # ratios 1.5, 0.5, 1.1 against old log 1 = 0
+    old = torch.zeros(3, 1)
+    mask = torch.ones(3, 1, dtype=torch.bool)
+    loss, clipped = ppo_clip_loss(logp, old, torch.tensor([1.0, -1.0, 2.0]), mask, clip_eps=0.2)
+    # A>0, r=1.5 -> min(1.5, 1.2)*1 = 1.2; A<0, r=0.5 -> min(-0.5, -0.8) = -0.8; r=1.1 -> 2.2
+    assert loss.tolist() == pytest.approx([-1.2, 0.8, -2.2])
+    assert clipped.tolist() == [1.0, 1.0, 0.0]
+
+
+def test_ppo_clip_averages_tokens_within_a_turn_and_ignores_padding():
+    logp = torch.tensor([[0.0, 0.0, 5.0]])
+    mask = torch.tensor([[True, True, False]])
+    loss, _ = ppo_clip_loss(logp, torch.zeros(1, 3), torch.tensor([3.0]), mask)
+    assert loss.tolist() == pytest.approx([-3.0])
+
+
+def test_kl_k3_zero_at_equality_and_positive_otherwise():
+    mask = torch.ones(2, 1, dtype=torch.bool)
+    assert kl_k3(torch.tensor([[-1.0], [-2.0]]), torch.tensor([[-1.0], [-2.0]]), mask).tolist() == [0.0, 0.0]
+    r = math.log(0.5)  # ref/pi = 0.5
+    assert kl_k3(torch.tensor([[0.0]]), torch.tensor([[r]]), mask[:1]).item() == pytest.approx(0.5 - r - 1)

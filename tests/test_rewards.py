@@ -1,7 +1,6 @@
 """rspo.rewards: the reward modes (outcome, dense) and their registry.
 
-The outcome and dense rewards by hand are also in tests/test_update.py
-(test_outcome_and_dense_rewards_by_hand); the swap's relabelling with them in tests/test_swap.py."""
+The swap's relabelling with them is tested in tests/test_swap.py."""
 
 from __future__ import annotations
 
@@ -55,3 +54,16 @@ def test_a_new_mode_is_one_registry_entry(monkeypatch):
     assert compute_rewards("flat", [episode(turn(), turn())], RewardSpec(outcome_scale=2.0)) == [[2.0, 2.0]]
     with pytest.raises(ValueError, match="choose one of: outcome, dense, flat"):
         compute_rewards("sparse", [])
+
+
+def test_outcome_and_dense_rewards_by_hand():
+    ep = episode(turn(process=0.1), turn(valid=False), turn(reward=1.0, process=0.15))
+    ep.won = True
+    spec = RewardSpec(outcome_scale=10.0, invalid_penalty=-0.1, process_weight=1.0)
+    assert compute_rewards("outcome", [ep], spec) == [[0.0, -0.1, 10.0]]
+    dense = compute_rewards("dense", [ep], spec)[0]
+    assert dense == pytest.approx([1.0, -0.1, 11.5])
+    half = compute_rewards("dense", [ep], RewardSpec(process_weight=0.5))[0]
+    assert half == pytest.approx([0.5, -0.1, 10.75])
+    with pytest.raises(ValueError, match="outcome, dense"):
+        compute_rewards("sparse", [ep], spec)
