@@ -35,10 +35,10 @@ def timed(policy, turns, micro: int, grad: bool) -> float:
     for s in range(0, len(turns), micro):
         chunk = turn_inputs(turns[s : s + micro])
         if grad:
-            policy.evaluate(chunk, values=False).logp.sum().backward()
+            policy.logprobs(chunk, values=False).logp.sum().backward()
         else:
             with torch.no_grad():
-                policy.evaluate(chunk, values=False)
+                policy.logprobs(chunk, values=False)
     policy.model.zero_grad(set_to_none=True)
     return time.perf_counter() - start
 
@@ -79,10 +79,10 @@ def main() -> None:
 
     use_split(False)
     with torch.no_grad():
-        want = policy.evaluate(turn_inputs(turns[: cfg.micro_batch]), values=False).logp
+        want = policy.logprobs(turn_inputs(turns[: cfg.micro_batch]), values=False).logp
     scoring._HEAD_SPLIT.pop(model, None)  # checked afresh, as in a run
     with torch.no_grad():
-        got = policy.evaluate(turn_inputs(turns[: cfg.micro_batch]), values=False).logp
+        got = policy.logprobs(turn_inputs(turns[: cfg.micro_batch]), values=False).logp
     if not scoring._HEAD_SPLIT.get(model):
         raise SystemExit("this model's logits are not its head on its decoder's output: nothing to compare")
     print(f"largest log-prob difference between the two: {float((got - want).abs().max()):.2e}")

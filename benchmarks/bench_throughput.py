@@ -330,7 +330,7 @@ def teacher_forced(policy, episodes):
     for ep in episodes:
         inputs = [TurnInput(t.prompt, None, None, t.action_ids) for t in ep.turns]
         with torch.no_grad():
-            res = policy.evaluate(inputs)
+            res = policy.logprobs(inputs)
         ep = copy.copy(ep)
         ep.turns = [
             replace(t, token_logprobs=res.logp[i][res.mask[i]].tolist()) for i, t in enumerate(ep.turns)
@@ -344,7 +344,7 @@ def warm_up(policy, turn) -> None:
     from rspo.policies.base import TurnInput
 
     policy.train()
-    policy.evaluate(
+    policy.logprobs(
         [TurnInput(turn.prompt, turn.candidates, turn.choice, turn.action_ids)]
     ).logp.sum().backward()
     policy.model.zero_grad(set_to_none=True)

@@ -1,7 +1,7 @@
 """Plain records that rollouts, policies and training pass between them (no dependencies).
 
 - :class:`ActionSample`: one action a policy chose for one prompt (``Policy.act``);
-- :class:`TurnInput`: what a policy needs to re-score one taken turn (``Policy.evaluate``);
+- :class:`TurnInput`: what a policy needs to re-score one taken turn (``Policy.logprobs``);
 - :class:`Turn`, :class:`Episode`: one step and one trajectory of a rollout (:mod:`rspo.rollout`).
 
 They are re-exported where they were first defined (:mod:`rspo.policies.base`, :mod:`rspo.rollout`),

@@ -32,7 +32,7 @@ def score_turns(
     for s in range(0, len(turns), cfg.micro_batch):
         chunk = turns[s : s + cfg.micro_batch]
         with torch.no_grad(), autocast():
-            out = policy.evaluate(
+            out = policy.logprobs(
                 turn_inputs(chunk), reference=reference, values=values, temperature=cfg.temperature
             )
         logps += [out.logp[j][out.mask[j]].float().tolist() for j in range(len(chunk))]
@@ -305,7 +305,7 @@ def ppo_update(
             for m in range(0, len(minibatch), mb):
                 micro = minibatch[m : m + mb]
                 with autocast():
-                    out = policy.evaluate(batch.inputs(micro), values=ppo, temperature=cfg.temperature)
+                    out = policy.logprobs(batch.inputs(micro), values=ppo, temperature=cfg.temperature)
                 logp, mask = out.logp.float(), out.mask
                 width = logp.shape[1]
                 old = _pad([batch.proximal.get(i, batch.turns[i].token_logprobs) for i in micro], width)

@@ -154,7 +154,7 @@ def update_setup(seed=0, **cfg_kw):
 
 def evaluate_all(policy, batch, cfg):
     with torch.no_grad():
-        return policy.evaluate(batch.inputs(range(len(batch.turns))), temperature=cfg.temperature)
+        return policy.logprobs(batch.inputs(range(len(batch.turns))), temperature=cfg.temperature)
 
 
 def weighted_entropy(policy, batch, cfg):

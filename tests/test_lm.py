@@ -77,12 +77,12 @@ def test_act_logprob_equals_evaluate_logprob_score(demos, policy):
     prompts, cands = [p for p, _ in pairs], [c for _, c in pairs]
     samples = policy.act(prompts, cands, temperature=0.7, generator=torch.Generator().manual_seed(1))
     turns = [TurnInput(p, c, s.choice, s.action_ids) for p, c, s in zip(prompts, cands, samples, strict=True)]
-    out = policy.evaluate(turns, temperature=0.7)
+    out = policy.logprobs(turns, temperature=0.7)
     assert out.logp.shape == (len(turns), 1) and out.mask.all() and out.values is None
     torch.testing.assert_close(out.logp[:, 0], torch.tensor([s.logprob for s in samples]), atol=1e-5, rtol=0)
     policy.temperature = 0.7  # the attribute is the default temperature of evaluate
     try:
-        torch.testing.assert_close(policy.evaluate(turns).logp, out.logp)
+        torch.testing.assert_close(policy.logprobs(turns).logp, out.logp)
     finally:
         policy.temperature = 1.0
     lp = policy.candidate_logprobs(prompts[:1], cands[:1], temperature=0.7)[0]
@@ -93,17 +93,17 @@ def test_evaluate_gradients_and_reference_copy(demos, model, tokenizer):
     pol = LMPolicy(copy.deepcopy(model), tokenizer)
     assert isinstance(pol, Policy)
     turns = [TurnInput(p, c, len(c) // 2) for p, c, _ in demos[2:6]]
-    ref_before = pol.evaluate(turns, reference=True).logp
+    ref_before = pol.logprobs(turns, reference=True).logp
     assert not ref_before.requires_grad
-    out = pol.evaluate(turns)
+    out = pol.logprobs(turns)
     assert out.logp.requires_grad
     out.logp.sum().backward()
     grads = [p.grad for p in pol.trainable_parameters() if p.grad is not None]
     assert grads and any(g.abs().sum() > 0 for g in grads)
     torch.optim.SGD(pol.trainable_parameters(), lr=1.0).step()
-    after = pol.evaluate(turns).logp.detach()
+    after = pol.logprobs(turns).logp.detach()
     assert (after - out.logp.detach()).abs().max() > 1e-3  # the policy moved
-    torch.testing.assert_close(pol.evaluate(turns, reference=True).logp, ref_before)  # the reference did not
+    torch.testing.assert_close(pol.logprobs(turns, reference=True).logp, ref_before)  # the reference did not
 
 
 def test_lora_only_adapters_trainable_and_reference_is_base(demos, model, tokenizer):
@@ -117,18 +117,18 @@ def test_lora_only_adapters_trainable_and_reference_is_base(demos, model, tokeni
     assert all("lora_" in names[id(p)] for p in trainable if id(p) in names)
     assert sum(id(p) not in names for p in trainable) == 2  # value head weight and bias
     turns = [TurnInput(p, c, 0) for p, c, _ in demos[2:5]]
-    base = LMPolicy(model, tokenizer).evaluate(turns).logp.detach()
-    ref_before = pol.evaluate(turns, reference=True).logp
+    base = LMPolicy(model, tokenizer).logprobs(turns).logp.detach()
+    ref_before = pol.logprobs(turns, reference=True).logp
     torch.testing.assert_close(ref_before, base)
-    torch.testing.assert_close(pol.evaluate(turns).logp.detach(), base)  # LoRA B = 0 at init
+    torch.testing.assert_close(pol.logprobs(turns).logp.detach(), base)  # LoRA B = 0 at init
     opt = torch.optim.Adam(trainable, lr=1e-2)
     for _ in range(3):
         opt.zero_grad()
-        out = pol.evaluate(turns, values=True)
+        out = pol.logprobs(turns, values=True)
         (-out.logp.sum() + out.values.square().sum()).backward()
         opt.step()
-    assert (pol.evaluate(turns).logp.detach() - base).abs().max() > 1e-4
-    torch.testing.assert_close(pol.evaluate(turns, reference=True).logp, ref_before)
+    assert (pol.logprobs(turns).logp.detach() - base).abs().max() > 1e-4
+    torch.testing.assert_close(pol.logprobs(turns, reference=True).logp, ref_before)
 
 
 def test_value_head_shapes(demos, model, tokenizer):
@@ -136,7 +136,7 @@ def test_value_head_shapes(demos, model, tokenizer):
     prompts, cands = [p for p, _, _ in demos[:3]], [c for _, c, _ in demos[:3]]
     samples = pol.act(prompts, cands)
     assert [s.value for s in samples] == [0.0, 0.0, 0.0]  # zero-initialised
-    out = pol.evaluate([TurnInput(p, c, 0) for p, c in zip(prompts, cands, strict=True)], values=True)
+    out = pol.logprobs([TurnInput(p, c, 0) for p, c in zip(prompts, cands, strict=True)], values=True)
     assert out.values.shape == (3,) and out.values.dtype == torch.float32
     out.values.sum().backward()
     assert pol.value_head.weight.grad.abs().sum() > 0
@@ -147,11 +147,11 @@ def test_save_and_load_round_trip(tmp_path, demos, model, tokenizer):
     pol = LMPolicy(copy.deepcopy(model), tokenizer, value_head=True, temperature=0.5)
     torch.nn.init.normal_(pol.value_head.weight)
     turns = [TurnInput(p, c, 1) for p, c, _ in demos[2:5]]
-    before = pol.evaluate(turns, values=True)
+    before = pol.logprobs(turns, values=True)
     pol.save_pretrained(tmp_path / "full")
     loaded = LMPolicy.from_pretrained(tmp_path / "full")
     assert loaded.settings() == pol.settings()
-    after = loaded.evaluate(turns, values=True)
+    after = loaded.logprobs(turns, values=True)
     torch.testing.assert_close(after.logp, before.logp)
     torch.testing.assert_close(after.values, before.values)
 
@@ -166,12 +166,12 @@ def test_lora_save_and_load_round_trip(tmp_path, demos, model, tokenizer):
             if "lora_B" in n:
                 p.normal_(0, 0.1)
     turns = [TurnInput(p, c, 1) for p, c, _ in demos[2:5]]
-    before = lora.evaluate(turns).logp.detach()
+    before = lora.logprobs(turns).logp.detach()
     lora.save_pretrained(tmp_path / "adapter")
     assert not (tmp_path / "adapter" / "base").exists()  # the base is referenced by its path
     loaded = LMPolicy.from_pretrained(tmp_path / "adapter")
     assert loaded.is_peft and all("lora_" in n for n, p in loaded.model.named_parameters() if p.requires_grad)
-    torch.testing.assert_close(loaded.evaluate(turns).logp, before)
+    torch.testing.assert_close(loaded.logprobs(turns).logp, before)
     # an adapter on an in-memory base (no path) carries its base along
     from peft import get_peft_model
 
@@ -179,7 +179,7 @@ def test_lora_save_and_load_round_trip(tmp_path, demos, model, tokenizer):
     mem.save_pretrained(tmp_path / "mem")
     assert (tmp_path / "mem" / "base" / "config.json").is_file()
     torch.testing.assert_close(
-        LMPolicy.from_pretrained(tmp_path / "mem").evaluate(turns).logp, mem.evaluate(turns).logp
+        LMPolicy.from_pretrained(tmp_path / "mem").logprobs(turns).logp, mem.logprobs(turns).logp
     )
 
 
@@ -221,7 +221,7 @@ def test_generate_act_equals_evaluate_and_is_deterministic(demos, gen_policy):
         assert 1 <= len(s.action_ids) <= 10 and len(s.token_logprobs) == len(s.action_ids)
         assert all(lp <= 0 for lp in s.token_logprobs)
     turns = [TurnInput(p, None, None, s.action_ids) for p, s in zip(prompts, samples, strict=True)]
-    out = gen_policy.evaluate(turns, temperature=0.8)
+    out = gen_policy.logprobs(turns, temperature=0.8)
     width = max(len(s.action_ids) for s in samples)
     assert out.logp.shape == (3, width) and out.mask.sum(1).tolist() == [len(s.action_ids) for s in samples]
     expected = torch.zeros(3, width)

@@ -115,7 +115,7 @@ def test_score_turns_in_micro_batches_with_values_and_reference():
     assert len(turns) > cfg.micro_batch
     inputs = [(t.prompt, t.candidates, t.choice, t.action_ids) for t in turns]
     with torch.no_grad():
-        out = policy.evaluate([TurnInput(*x) for x in inputs], values=True, temperature=3.0)
+        out = policy.logprobs([TurnInput(*x) for x in inputs], values=True, temperature=3.0)
     logps, vals = score_turns(policy, turns, cfg, NULL)
     assert vals is None and len(logps) == len(turns)
     assert [lp[0] for lp in logps] == pytest.approx(out.logp[:, 0].tolist(), abs=1e-5)
@@ -141,7 +141,7 @@ def test_ppo_update_value_loss_by_hand():
             t.value = 0.3  # stale stored values: the targets are returns = GAE advantages + 0.3
     batch = build_batch(eps, compute_rewards("outcome", eps, RewardSpec()), cfg)
     with torch.no_grad():
-        v = policy.evaluate(batch.inputs(range(len(batch.turns))), values=True, temperature=3.0).values
+        v = policy.logprobs(batch.inputs(range(len(batch.turns))), values=True, temperature=3.0).values
     w, g = batch.weights, batch.returns
     want = float((w * 0.5 * (v - g) ** 2).sum() / w.sum())
     params = list(policy.trainable_parameters())

@@ -66,7 +66,7 @@ class Policy(Protocol):
         """One action per prompt, batched over all prompts (no gradient)."""
         ...
 
-    def evaluate(
+    def logprobs(
         self, turns: list[TurnInput], *, reference: bool = False, values: bool = False
     ) -> PolicyOutput:
         """Log-probs of the taken actions (with gradient unless ``reference``); ``reference=True``

@@ -4,7 +4,7 @@ A plain temperature-sampling loop rather than ``model.generate``: RL needs the e
 sampled token under the distribution it was drawn from, ``log_softmax(logits / T)[token]``, and
 sampling that is reproducible from a ``torch.Generator``. No top-k / top-p: truncated sampling would
 make the behaviour log-probs disagree with the teacher-forced ones of
-:meth:`rspo.policies.lm.LMPolicy.evaluate`.
+:meth:`rspo.policies.lm.LMPolicy.logprobs`.
 
 Prompts are left-padded; the attention mask is the same additive 4-D mask as in
 :mod:`rspo.policies.scoring` (padding attends to itself only), so the same code path serves sdpa and
@@ -152,10 +152,10 @@ def act_generate(policy, prompts, candidates, greedy, temperature, generator) ->
     return samples
 
 
-def evaluate_generate(
+def logprobs_generate(
     policy, model, turns: list[TurnInput], temperature: float, values: bool
 ) -> PolicyOutput:
-    """:meth:`LMPolicy.evaluate` in generate mode: teacher-forced log-probs of each turn's ``action_ids``."""
+    """:meth:`LMPolicy.logprobs` in generate mode: teacher-forced log-probs of each turn's ``action_ids``."""
     rows = score_rows(
         model,
         [policy.encode_prompt(x.prompt) for x in turns],

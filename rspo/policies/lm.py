@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from rspo.policies.base import ACTION_MODES, ActionSample, PolicyOutput, TurnInput
-from rspo.policies.generation import act_generate, evaluate_generate, sample_from
+from rspo.policies.generation import act_generate, logprobs_generate, sample_from
 from rspo.policies.scoring import score_rows
 
 _MARK = "\u2063RSPO\u2063"  # a marker that no chat template changes
@@ -352,7 +352,7 @@ class LMPolicy:
         finally:
             self.train(was_training)
 
-    def evaluate(
+    def logprobs(
         self,
         turns: list[TurnInput],
         *,
@@ -375,7 +375,7 @@ class LMPolicy:
         with self._scorer(reference) as model:
             if self.action_mode == "score":
                 return self._evaluate_score(model, turns, t, want_values)
-            return evaluate_generate(self, model, turns, t, want_values)
+            return logprobs_generate(self, model, turns, t, want_values)
 
     def _evaluate_score(self, model, turns, t, want_values) -> PolicyOutput:
         if any(turn.choice is None or not turn.candidates for turn in turns):

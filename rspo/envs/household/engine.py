@@ -211,7 +211,7 @@ class World:
         else:
             obs = f"You arrive at {name}. " + self._show(r)
         if self.goal.type == LOOK:
-            self._evaluate()
+            self._update_goal()
         return obs
 
     def _open(self, r: int) -> str:
@@ -238,7 +238,7 @@ class World:
                 self._pay("take2")
         else:
             self._farm("take", o)
-        self._evaluate()
+        self._update_goal()
         return f"You pick up the {self.object_names[o]} from the {self.layout.receptacle_names[r]}."
 
     def _move(self, o: int, r: int) -> str:
@@ -251,7 +251,7 @@ class World:
             self.object_kinds[o] == g.obj and (self.flags[o] & g.flag) == g.flag
         ):
             self._farm("place", o)
-        self._evaluate()
+        self._update_goal()
         return f"You move the {self.object_names[o]} to the {self.layout.receptacle_names[r]}."
 
     def _transform(self, name: str, o: int, r: int) -> str:
@@ -265,13 +265,13 @@ class World:
         self._version += 1
         if not (name == self.goal.transform and self.object_kinds[o] == self.goal.obj):
             self._farm("transform", o)
-        self._evaluate()
+        self._update_goal()
         return f"You {name} the {self.object_names[o]} using the {self.layout.receptacle_names[r]}."
 
     def _use(self, o: int) -> str:
         self.lamp_on[o] = True
         self._version += 1
-        self._evaluate()
+        self._update_goal()
         return f"You turn on the {self.object_names[o]}."
 
     def _examine_recep(self, r: int) -> str:
@@ -316,7 +316,7 @@ class World:
                 counts[r] = counts.get(r, 0) + 1
         return counts
 
-    def _evaluate(self) -> None:
+    def _update_goal(self) -> None:
         """Recompute progress and won; pay the goal-condition milestones that now hold."""
         g = self.goal
         if g.type == LOOK:
