@@ -246,3 +246,72 @@ def test_a_household_policy_is_evaluated_on_the_same_tasks_in_both_engines(one_t
     out = household_vs_alfworld(untrained_tiny_policy(0), n_tasks=2, max_steps=3)
     assert out["household"]["n_tasks"] == out["alfworld"]["n_tasks"] == 2
     assert 0.0 <= out["alfworld"]["success"] <= 1.0
+
+
+def test_notebook_01s_section_plays_the_expert_plan_and_a_policy_in_both_engines(monkeypatch, one_thread):
+    """Notebook 01's section 5 (same_tasks_in_alfworld): the expert's plan agrees in both engines; a
+    given policy is scored in both; without a built warm start it says so and builds nothing."""
+    import rspo.envs.alfworld.transfer as transfer
+    from rspo.policies.tiny import untrained_tiny_policy
+
+    lines = []
+    out = transfer.same_tasks_in_alfworld(2, policy=untrained_tiny_policy(0), max_steps=3, write=lines.append)
+    assert [e["task_id"] for e in out["expert"]] == ["valid_seen/00000", "valid_seen/00001"]
+    for e in out["expert"]:
+        assert e["household_won"] and e["alfworld_won"] and e["unexplained"] == 0 and not e["diverged"]
+        assert e["steps"] > 0 and e["identical"] + e["explained"] == e["steps"] + 1
+    assert out["policy"]["household"]["n_tasks"] == out["policy"]["alfworld"]["n_tasks"] == 2
+    assert out["policy"]["alfworld"]["mean_length"] <= 3 and out["policy"]["household"]["mean_length"] <= 3
+    text = "\n".join(lines)
+    assert "valid_seen/00001" in text and "0 unexplained" in text and "success" in text
+    # no warm start built: the expert's plan only, and one line on how to get the policy part
+    monkeypatch.setattr(transfer, "cached_household_policy", lambda: None)
+    lines.clear()
+    out = transfer.same_tasks_in_alfworld(1, write=lines.append)
+    assert out["policy"] is None and any("load_or_build_default" in line for line in lines)
+    assert transfer.same_tasks_in_alfworld(0, write=lines.append) is None
+
+
+def test_notebook_01s_section_without_the_extra_is_one_line(monkeypatch):
+    import sys
+    import time
+
+    import rspo.envs.alfworld.transfer as transfer
+
+    monkeypatch.setitem(sys.modules, "rspo.envs.alfworld.engine", None)  # import fails: not installed
+    lines = []
+    t0 = time.perf_counter()
+    assert transfer.same_tasks_in_alfworld(3, write=lines.append) is None
+    assert time.perf_counter() - t0 < 1.0
+    assert lines == [transfer.INSTALL_LINE] and 'pip install -e ".[alfworld]"' in lines[0]
+
+
+def test_reproduce_env_alfworld_checks_the_data_before_any_notebook(tmp_path, monkeypatch):
+    """`rspo reproduce --profile gpu --env alfworld`: with $ALFWORLD_DATA holding games, the check
+    before the notebooks builds the adapter and resets it (tests/test_cli.py: the error without)."""
+    import rspo.reproduce as job
+
+    export_specs(select("valid_seen", limit=1), tmp_path)
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
+    job.check_env("gpu", "alfworld")
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="alfworld-download"):
+        job.check_env("gpu", "alfworld")
+
+
+def test_both_engines_get_households_prompt_and_horizon():
+    from rspo.envs.alfworld.transfer import household_vs_alfworld
+    from rspo.envs.registry import ENVS
+    from rspo.policies.scripted import EpsilonExpert
+
+    prompts = []
+
+    class Recorder(EpsilonExpert):
+        def act(self, batch, candidates, **kwargs):
+            prompts.extend(batch)
+            return super().act(batch, candidates, **kwargs)
+
+    out = household_vs_alfworld(Recorder(0.0), n_tasks=1, max_steps=2)
+    assert out["household"]["mean_length"] == out["alfworld"]["mean_length"] == 2
+    intro = ENVS["household"].intro.split("{task}")[0]
+    assert len(prompts) == 4 and all(p.startswith(intro) for p in prompts), prompts[2][:80]
