@@ -92,7 +92,7 @@ def play(args: argparse.Namespace, read=input, write=print) -> int:
 
 def demo(args: argparse.Namespace, write=print) -> int:
     """Scripted baselines on every environment's evaluation splits: the expert and a random policy."""
-    from rspo.envs.baselines import evaluate, expert_policy, random_policy
+    from rspo.envs.baselines import expert_policy, play_tasks, random_policy
 
     rows = []
     for name in envs.list_envs():
@@ -100,7 +100,7 @@ def demo(args: argparse.Namespace, write=print) -> int:
             env = envs.make(name, split=split)
             tasks = env.task_ids[: args.limit] if args.limit else env.task_ids
             for policy_name, policy in (("expert", expert_policy), ("random", random_policy(args.seed))):
-                r = evaluate(env, policy, tasks, progress_bar=True)
+                r = play_tasks(env, policy, tasks, progress_bar=True)
                 rows.append({"env": name, "split": split, "policy": policy_name, **r})
     header = "| env | split | policy | episodes | success | outcome reward | progress | steps | invalid | steps/s |"
     lines = [header, "|---" * (header.count("|") - 1) + "|"]

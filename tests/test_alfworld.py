@@ -19,7 +19,7 @@ from rspo.envs.alfworld import AlfworldEnv  # noqa: E402
 from rspo.envs.alfworld.export import entity_id, export_specs, select  # noqa: E402
 from rspo.envs.alfworld.goal import GoalProgress  # noqa: E402
 from rspo.envs.alfworld.parity import EXPLAINED, compare, run  # noqa: E402
-from rspo.envs.baselines import evaluate, expert_policy, random_policy  # noqa: E402
+from rspo.envs.baselines import expert_policy, play_tasks, random_policy  # noqa: E402
 from rspo.envs.household.catalogue import TASK_TYPES  # noqa: E402
 
 SPECS = select("valid_seen", per_type=1)  # one task of each of the six types
@@ -173,16 +173,16 @@ def test_reset_by_seed_is_deterministic(root, env):
 
 
 def test_handcoded_expert_solves_the_exported_tasks_and_random_does_worse(env):
-    expert = evaluate(env, expert_policy, env.task_ids)
+    expert = play_tasks(env, expert_policy, env.task_ids)
     assert expert["success"] == 1.0 and expert["invalid"] == 0.0
     assert 0.0 < expert["process_return"] <= 0.5
-    rand = evaluate(env, random_policy(0), env.task_ids[:2])
+    rand = play_tasks(env, random_policy(0), env.task_ids[:2])
     assert rand["success"] < expert["success"]
 
 
 def test_planner_expert_solves_a_task_with_one_search(root):
     env = AlfworldEnv(split="valid_seen", data=root, expert="planner")
-    stats = evaluate(env, expert_policy, env.task_ids[:2])
+    stats = play_tasks(env, expert_policy, env.task_ids[:2])
     assert stats["success"] == 1.0 and stats["invalid"] == 0.0
 
 

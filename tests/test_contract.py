@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import rspo.envs
 from rspo.envs import INFO_KEYS
-from rspo.envs.baselines import evaluate, expert_policy, random_policy, run_episode
+from rspo.envs.baselines import expert_policy, play_tasks, random_policy, run_episode
 
 ENV_NAMES = rspo.envs.list_envs()
 
@@ -241,8 +241,8 @@ def test_expert_beats_random_on_the_eval_split(name):
     cls = rspo.envs.env_class(name)
     env = rspo.envs.make(name, split=cls.eval_splits[0])
     tasks = env.task_ids[:40]
-    expert = evaluate(env, expert_policy, tasks)
-    rand = evaluate(env, random_policy(0), tasks)
+    expert = play_tasks(env, expert_policy, tasks)
+    rand = play_tasks(env, random_policy(0), tasks)
     assert expert["success"] >= 0.97
     assert rand["success"] < 0.3 < expert["success"]
     stats = run_episode(env, expert_policy, task_id=tasks[0])

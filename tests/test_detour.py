@@ -7,7 +7,7 @@ import random
 import pytest
 
 import rspo.envs
-from rspo.envs.baselines import evaluate, expert_policy, run_episode
+from rspo.envs.baselines import expert_policy, play_tasks, run_episode
 from rspo.envs.detour import LURE, MECHANISMS, MILESTONES, DetourEnv, layout, random_success, split_sequences
 
 
@@ -147,5 +147,7 @@ def test_layouts_are_stable():
     a = layout("train", 7, 6, 1)
     assert a == layout("train", 7, 6, 1)
     assert len(a) == 6 and a[-1][0] is None and a[-1][2] == ()
-    expert = evaluate(rspo.envs.make("detour", split="test"), expert_policy, DetourEnv("test").task_ids[:20])
+    expert = play_tasks(
+        rspo.envs.make("detour", split="test"), expert_policy, DetourEnv("test").task_ids[:20]
+    )
     assert expert["success"] == 1.0

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("textworld", reason="the textworld extra is not installed (pip install -e .[textworld])")
 
 from rspo.envs import INFO_KEYS  # noqa: E402
-from rspo.envs.baselines import evaluate, expert_policy, random_policy  # noqa: E402
+from rspo.envs.baselines import expert_policy, play_tasks, random_policy  # noqa: E402
 from rspo.envs.textworld import TextWorldEnv  # noqa: E402
 from rspo.envs.textworld.env import clean, inventory_items  # noqa: E402
 
@@ -92,10 +92,10 @@ def test_contract_reset_step_invalid_and_horizon(games):
 def test_expert_wins_with_the_whole_process_reward(games):
     for split in ("train", "test"):
         env = TextWorldEnv(split, games=games)
-        stats = evaluate(env, expert_policy, env.task_ids)
+        stats = play_tasks(env, expert_policy, env.task_ids)
         assert stats["success"] == 1.0 and stats["invalid"] == 0.0
         assert stats["process_return"] == pytest.approx(0.5)
-        assert evaluate(env, random_policy(0), env.task_ids * 3)["success"] <= 1.0
+        assert play_tasks(env, random_policy(0), env.task_ids * 3)["success"] <= 1.0
 
 
 def test_misalignment_pays_for_picking_things_up(games):

@@ -64,7 +64,7 @@ def run_episode(
     )
 
 
-def evaluate(
+def play_tasks(
     env: TextEnv, policy: Policy, task_ids: Iterable[str], progress_bar: bool = False
 ) -> dict[str, float]:
     """Run ``policy`` once on each task; return success rate, mean outcome, steps and steps/s."""
