@@ -115,7 +115,7 @@ def random_episodes(n: int, rng: random.Random, env: str = "synthetic"):
                     action_ids=[],
                     token_logprobs=[],
                     anchor=f"state {t}",
-                    reward=outcome,
+                    outcome_reward=outcome,
                     process_reward=process,
                     valid=valid,
                 )
@@ -126,7 +126,7 @@ def random_episodes(n: int, rng: random.Random, env: str = "synthetic"):
 
 def _turns_text(ep) -> str:
     return "  turns (outcome, process, valid): " + ", ".join(
-        f"({t.reward:g}, {t.process_reward:g}, {t.valid})" for t in ep.turns
+        f"({t.outcome_reward:g}, {t.process_reward:g}, {t.valid})" for t in ep.turns
     )
 
 
@@ -144,13 +144,13 @@ def _reward_check(fn, mode: str, what: str, episodes=None) -> str:
             continue
         other = "dense" if mode == "outcome" else "outcome"
         unscaled = [
-            (t.reward + (t.process_reward * spec.process_weight if mode == "dense" else 0.0))
+            (t.outcome_reward + (t.process_reward * spec.process_weight if mode == "dense" else 0.0))
             + (0.0 if t.valid else spec.invalid_penalty)
             for t in ep.turns
         ]
         no_penalty = [
             spec.outcome_scale
-            * (t.reward + (spec.process_weight * t.process_reward if mode == "dense" else 0.0))
+            * (t.outcome_reward + (spec.process_weight * t.process_reward if mode == "dense" else 0.0))
             for t in ep.turns
         ]
         hint = ""

@@ -201,7 +201,7 @@ def reward_trajectory(episode: Episode, title: str | None = None) -> go.Figure:
     """Outcome vs process reward along one episode (bars per turn, cumulative lines), in the
     environment's units (a success pays 1.0); turns from 1."""
     turns = list(range(1, len(episode) + 1))
-    outcome = [t.reward for t in episode.turns]
+    outcome = [t.outcome_reward for t in episode.turns]
     process = [t.process_reward for t in episode.turns]
     fig = go.Figure()
     fig.add_bar(x=turns, y=process, name="process reward", marker_color=PALETTE[0], opacity=0.6)

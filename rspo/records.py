@@ -54,7 +54,7 @@ class TurnInput:
 class Turn:
     """One step of one episode, with everything training needs.
 
-    ``reward`` is the environment's outcome reward for the step; ``process_reward`` the dense one;
+    ``outcome_reward`` is the environment's outcome reward for the step; ``process_reward`` the dense one;
     ``valid`` is False when the environment rejected the action (or generate mode wrote no action).
     """
 
@@ -65,7 +65,7 @@ class Turn:
     action_ids: list[int]
     token_logprobs: list[float]  # behaviour log-probs (the policy that acted)
     anchor: str
-    reward: float
+    outcome_reward: float
     process_reward: float
     valid: bool
     value: float | None = None

@@ -39,7 +39,7 @@ class RewardSpec:
 def outcome_rewards(episodes: Sequence[Episode], spec: RewardSpec = RewardSpec()) -> list[list[float]]:
     """Sparse outcome reward: the environment's outcome, scaled, plus the invalid-action penalty."""
     return [
-        [spec.outcome_scale * t.reward + (0.0 if t.valid else spec.invalid_penalty) for t in ep.turns]
+        [spec.outcome_scale * t.outcome_reward + (0.0 if t.valid else spec.invalid_penalty) for t in ep.turns]
         for ep in episodes
     ]
 
@@ -48,7 +48,7 @@ def dense_rewards(episodes: Sequence[Episode], spec: RewardSpec = RewardSpec()) 
     """Dense baseline: outcome plus the weighted process reward at every turn, plus the invalid penalty."""
     return [
         [
-            spec.outcome_scale * (t.reward + spec.process_weight * t.process_reward)
+            spec.outcome_scale * (t.outcome_reward + spec.process_weight * t.process_reward)
             + (0.0 if t.valid else spec.invalid_penalty)
             for t in ep.turns
         ]

@@ -126,7 +126,7 @@ def collect(
                     action_ids=s.action_ids,
                     token_logprobs=s.token_logprobs,
                     anchor=anchor,
-                    reward=reward,
+                    outcome_reward=reward,
                     process_reward=info["process_reward"],
                     valid=bool(info["valid"] and s.valid_format),
                     value=s.value,

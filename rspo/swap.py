@@ -110,9 +110,17 @@ class ReplayBuffer:
     def from_state(cls, state: list[dict], capacity: int, max_age: int) -> ReplayBuffer:
         buf = cls(capacity, max_age)
         for g in state:
-            episodes = [Episode(**{**ep, "turns": [Turn(**t) for t in ep["turns"]]}) for ep in g["episodes"]]
+            episodes = [Episode(**{**ep, "turns": [_turn(t) for t in ep["turns"]]}) for ep in g["episodes"]]
             buf.groups.append(BufferGroup(episodes, g["iteration"]))
         return buf
+
+
+def _turn(fields: dict) -> Turn:
+    """A Turn from its checkpointed fields (a checkpoint written before ``Turn.reward`` was renamed
+    ``outcome_reward`` still loads)."""
+    if "reward" in fields:
+        fields = {**{k: v for k, v in fields.items() if k != "reward"}, "outcome_reward": fields["reward"]}
+    return Turn(**fields)
 
 
 def has_signal(group: BufferGroup, cfg, spec: RewardSpec | None = None) -> bool:

@@ -82,7 +82,9 @@ def test_the_check_reports_an_untouched_stub(name):
 
 
 def _no_penalty(ep, spec):
-    return [spec.outcome_scale * (t.reward + spec.process_weight * t.process_reward) for t in ep.turns]
+    return [
+        spec.outcome_scale * (t.outcome_reward + spec.process_weight * t.process_reward) for t in ep.turns
+    ]
 
 
 def _population_grpo(r, g):
@@ -121,7 +123,7 @@ WRONG = {
     "dense_rewards": [
         (lambda ep, spec: compute_rewards("outcome", [ep], spec)[0], "that is the outcome reward"),
         (_no_penalty, "invalid_penalty"),
-        (lambda ep, spec: [t.reward + t.process_reward for t in ep.turns], "outcome_scale"),
+        (lambda ep, spec: [t.outcome_reward + t.process_reward for t in ep.turns], "outcome_scale"),
     ],
     "grpo_advantage": [
         (_population_grpo, "unbiased std"),
@@ -152,7 +154,7 @@ WRONG = {
     ],
     "relabel": [
         (lambda ep, spec: compute_rewards("dense", [ep], spec)[0], "the swap keeps only the outcome"),
-        (lambda ep, spec: [spec.outcome_scale * t.reward for t in ep.turns], "invalid_penalty"),
+        (lambda ep, spec: [spec.outcome_scale * t.outcome_reward for t in ep.turns], "invalid_penalty"),
         (lambda ep, spec: compute_rewards("outcome", [ep], RewardSpec())[0], ""),  # ignores spec
     ],
     "importance_weights": [
@@ -314,7 +316,7 @@ def test_random_episodes_cover_invalid_actions_and_both_outcomes():
     turns = [t for ep in eps for t in ep.turns]
     assert (
         any(not t.valid for t in turns)
-        and any(t.reward > 0 for t in turns)
+        and any(t.outcome_reward > 0 for t in turns)
         and any(t.process_reward for t in turns)
     )
     assert {ep.won for ep in eps} == {True, False}

@@ -47,7 +47,7 @@ def flat(rows):
 
 # --- the rollout's records -------------------------------------------------------------------------
 def test_rollout_turn_reward_is_the_outcome_and_process_reward_the_info_entry():
-    """``Turn.reward`` is the environment's outcome reward, ``Turn.process_reward`` its
+    """``Turn.outcome_reward`` is the environment's outcome reward, ``Turn.process_reward`` its
     ``info["process_reward"]``; the episode's score sums the outcomes. The environment's step is wrapped
     to return distinct, recognisable numbers for the two."""
     policy = untrained_tiny_policy(0)
@@ -71,7 +71,7 @@ def test_rollout_turn_reward_is_the_outcome_and_process_reward_the_info_entry():
     assert [(ep.group, ep.copy) for ep in eps] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     for i, ep in enumerate(eps):
         assert len(ep.turns) == len(returned[i]) == 3  # max_steps
-        assert [t.reward for t in ep.turns] == [r[0] for r in returned[i]]
+        assert [t.outcome_reward for t in ep.turns] == [r[0] for r in returned[i]]
         assert [t.process_reward for t in ep.turns] == [r[1] for r in returned[i]]
         assert [t.valid for t in ep.turns] == [r[2] for r in returned[i]]
         assert ep.score == pytest.approx(sum(r[0] for r in returned[i]))
@@ -94,7 +94,7 @@ def test_rspo_explorer_trains_on_the_dense_reward_and_the_learner_on_the_outcome
         for ep in eps:
             for k, t in enumerate(ep.turns):
                 t.process_reward = 0.05 * (k + 1)
-            ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0  # outcome signal in every group
+            ep.turns[-1].outcome_reward = 1.0 if ep.copy == 0 else 0.0  # outcome signal in every group
         return eps
 
     updates = []
@@ -112,10 +112,10 @@ def test_rspo_explorer_trains_on_the_dense_reward_and_the_learner_on_the_outcome
     spec = RewardSpec(cfg.outcome_scale, cfg.invalid_penalty, cfg.process_weight)
 
     def outcome(t):
-        return spec.outcome_scale * t.reward + (0.0 if t.valid else spec.invalid_penalty)
+        return spec.outcome_scale * t.outcome_reward + (0.0 if t.valid else spec.invalid_penalty)
 
     def dense(t):
-        return spec.outcome_scale * (t.reward + spec.process_weight * t.process_reward) + (
+        return spec.outcome_scale * (t.outcome_reward + spec.process_weight * t.process_reward) + (
             0.0 if t.valid else spec.invalid_penalty
         )
 
@@ -143,7 +143,7 @@ def update_setup(seed=0, **cfg_kw):
     policy = untrained_tiny_policy(seed)
     eps = rollout(policy, seed=seed)
     for ep in eps:
-        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0
+        ep.turns[-1].outcome_reward = 1.0 if ep.copy == 0 else 0.0
     base = dict(algo="grpo", micro_batch=4, minibatch_turns=64, kl_coef=0.0, temperature=3.0)
     cfg = TrainConfig(**{**base, **cfg_kw})
     batch = build_batch(eps, compute_rewards("outcome", eps, RewardSpec()), cfg)

@@ -24,7 +24,7 @@ def test_collect_runs_groups_of_copies_in_lockstep_ordered_by_group_and_copy():
     ]
     for ep in eps:  # the expert wins every task; the outcome is paid once, at the last turn
         assert ep.won and not ep.truncated and ep.progress == 1.0 and ep.source == "learner"
-        assert [t.reward for t in ep.turns] == [0.0] * (len(ep) - 1) + [1.0] and ep.score == 1.0
+        assert [t.outcome_reward for t in ep.turns] == [0.0] * (len(ep) - 1) + [1.0] and ep.score == 1.0
         assert all(t.valid and t.candidates[t.choice] == t.action and t.anchor for t in ep.turns)
     assert len(eps[0]) == len(eps[1])  # copies of one task under a deterministic expert
     # on_turn after every batched turn: the live count falls to 0 when the longest episode ends

@@ -33,7 +33,7 @@ def explorer_group(group, wins):
     eps = []
     for copy, won in enumerate(wins):
         turns = [turn(process=0.1, anchor="start"), turn(process=0.2 * copy, anchor=f"x{copy}")]
-        turns[-1].reward = 1.0 if won else 0.0
+        turns[-1].outcome_reward = 1.0 if won else 0.0
         eps.append(Episode("household", f"train/{group:05d}", group, copy, turns, won=won, source="explorer"))
     return eps
 
@@ -92,6 +92,22 @@ def test_buffer_keeps_groups_whole_bounded_and_fresh():
         ReplayBuffer(capacity=0)
 
 
+def test_a_buffer_checkpointed_before_the_outcome_reward_was_renamed_still_loads():
+    buf = ReplayBuffer(capacity=3, max_age=2)
+    buf.add(explorer_group(0, [True, False]), iteration=0)
+    state = buf.state()
+    for g in state:  # as written when Turn's outcome field was called "reward"
+        for ep in g["episodes"]:
+            ep["turns"] = [
+                {("reward" if k == "outcome_reward" else k): v for k, v in t.items()} for t in ep["turns"]
+            ]
+    old = ReplayBuffer.from_state(state, 3, 2)
+    new = ReplayBuffer.from_state(buf.state(), 3, 2)
+    rewards = [[t.outcome_reward for ep in g.episodes for t in ep.turns] for g in new.groups]
+    assert [[t.outcome_reward for ep in g.episodes for t in ep.turns] for g in old.groups] == rewards
+    assert any(r > 0 for r in rewards[0])
+
+
 def test_signal_selection_replays_only_groups_the_estimator_learns_from():
     """All-fail and all-succeed groups give GRPO and GiGPO zero advantages after the relabel, so
     ``replay_select="signal"`` samples only the mixed group; uniform sampling may draw any."""
@@ -123,7 +139,9 @@ def test_swap_batch_marks_explorer_turns_off_policy_and_join_weighs_them_by_lamb
         policy, envs, envs[0].task_ids[:2], 2, temperature=3.0, generator=torch.Generator().manual_seed(0)
     )
     for ep in eps:
-        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0  # a synthetic outcome: signal in every group
+        ep.turns[-1].outcome_reward = (
+            1.0 if ep.copy == 0 else 0.0
+        )  # a synthetic outcome: signal in every group
     own = build_batch(eps, relabel(eps), cfg)
     for ep in eps:
         ep.source = "explorer"
@@ -158,7 +176,7 @@ def test_swap_scores_only_trained_explorer_turns_and_the_update_scores_the_refer
         policy, envs, envs[0].task_ids[:2], 2, temperature=2.0, generator=torch.Generator().manual_seed(0)
     )
     for ep in eps:  # group 0: the first copy succeeds; group 1: every copy fails (no signal)
-        ep.turns[-1].reward = 1.0 if ep.group == 0 and ep.copy == 0 else 0.0
+        ep.turns[-1].outcome_reward = 1.0 if ep.group == 0 and ep.copy == 0 else 0.0
         ep.source = "explorer"
     batch, stats = swap_batch(policy, eps, cfg, RewardSpec(), contextlib.nullcontext)
     group0 = [i for i, g in enumerate(batch.task_ids.tolist()) if g == 0]
@@ -203,7 +221,7 @@ def episodes(policy, temperature=3.0):
         generator=torch.Generator().manual_seed(0),
     )
     for ep in eps:
-        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0
+        ep.turns[-1].outcome_reward = 1.0 if ep.copy == 0 else 0.0
         ep.turns[0].process_reward = 0.2
     return eps
 

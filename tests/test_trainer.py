@@ -161,7 +161,7 @@ def test_generate_mode_trains_from_written_actions(tmp_path):
         t.action_ids and len(t.token_logprobs) == len(t.action_ids) for ep in episodes for t in ep.turns
     )
     for ep in episodes:  # pretend the first copy of each task succeeded
-        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0
+        ep.turns[-1].outcome_reward = 1.0 if ep.copy == 0 else 0.0
     batch = build_batch(episodes, compute_rewards("outcome", episodes, RewardSpec()), cfg)
     assert batch.adv.abs().sum() > 0
     before = [p.detach().clone() for p in policy.trainable_parameters()]

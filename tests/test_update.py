@@ -17,7 +17,7 @@ def turn(reward=0.0, process=0.0, valid=True, anchor="s", logps=(-1.0,)):
 
 def episode(group, copy, turns, won=False):
     ep = Episode("household", f"train/{group:05d}", group, copy, turns, won=won)
-    ep.score = sum(t.reward for t in turns)
+    ep.score = sum(t.outcome_reward for t in turns)
     return ep
 
 

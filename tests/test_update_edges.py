@@ -104,7 +104,7 @@ def rollout(policy, seed=0):
         policy, envs, envs[0].task_ids[:2], 2, temperature=3.0, generator=torch.Generator().manual_seed(seed)
     )
     for ep in eps:
-        ep.turns[-1].reward = 1.0 if ep.copy == 0 else 0.0
+        ep.turns[-1].outcome_reward = 1.0 if ep.copy == 0 else 0.0
     return eps
 
 

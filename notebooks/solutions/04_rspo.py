@@ -5,7 +5,10 @@ import torch
 
 # Exercise 1: the swap - the explorer's episode under the outcome reward (process reward dropped)
 def my_relabel(episode, spec):
-    return [spec.outcome_scale * t.reward + (0.0 if t.valid else spec.invalid_penalty) for t in episode.turns]
+    return [
+        spec.outcome_scale * t.outcome_reward + (0.0 if t.valid else spec.invalid_penalty)
+        for t in episode.turns
+    ]
 
 
 # Exercise 2: the truncated importance weight min(pi_A_old / pi_B, c), 0 on padding
