@@ -170,6 +170,8 @@ PROFILES["gpu"]["05_analysis"] = {"ablations": SWAP_VARIANTS}
 PROFILES["smoke"] = {nb: dict(values) for nb, values in PROFILES["quick"].items()}
 PROFILES["smoke"]["*"].update(profile="smoke", exercises="solutions")  # every exercise's check must pass
 PROFILES["smoke"]["05_analysis"] = {"ablations": SWAP_VARIANTS}
+# one task of notebook 01's real-engine section where the alfworld extra is installed (20-35 s for 3)
+PROFILES["smoke"]["01_environments_and_rewards"] = {"alfworld_tasks": 1}
 # where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
 SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 # the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
