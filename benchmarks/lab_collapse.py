@@ -21,6 +21,10 @@ winning move ("open chest") gets a negative advantage (-1.1) on every success, a
 iteration 18 (5 optimiser steps, approx-KL 0.002 on its batch) takes the move's probability from
 0.87 to 0.000: the log-probability of its second token (" chest" after "open") goes from -0.01 to
 -14.5 (per-token log-probabilities read from the checkpoints before and after that update).
+
+``--reward outcome --seed 4 --iterations 40`` shows the other way a lab PPO run collapsed: the winning
+move stays at 0.97-0.99 and V near 10, but the update of iteration 34 logs an approx-KL of 3.38 (the 33
+before it at most 0.06) and rollout success falls from 97% to 25% within two iterations.
 """
 
 from __future__ import annotations
