@@ -240,8 +240,8 @@ def test_the_trainer_runs_on_the_real_engine(tmp_path, one_thread, first_copy_su
 
 
 def test_a_household_policy_is_evaluated_on_the_same_tasks_in_both_engines(one_thread):
-    from rspo.envs.alfworld.transfer import household_vs_alfworld
     from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.transfer import household_vs_alfworld
 
     out = household_vs_alfworld(untrained_tiny_policy(0), n_tasks=2, max_steps=3)
     assert out["household"]["n_tasks"] == out["alfworld"]["n_tasks"] == 2
@@ -251,7 +251,7 @@ def test_a_household_policy_is_evaluated_on_the_same_tasks_in_both_engines(one_t
 def test_notebook_01s_section_plays_the_expert_plan_and_a_policy_in_both_engines(monkeypatch, one_thread):
     """Notebook 01's section 5 (same_tasks_in_alfworld): the expert's plan agrees in both engines; a
     given policy is scored in both; without a built warm start it says so and builds nothing."""
-    import rspo.envs.alfworld.transfer as transfer
+    import rspo.transfer as transfer
     from rspo.policies.tiny import untrained_tiny_policy
 
     lines = []
@@ -276,7 +276,7 @@ def test_notebook_01s_section_without_the_extra_is_one_line(monkeypatch):
     import sys
     import time
 
-    import rspo.envs.alfworld.transfer as transfer
+    import rspo.transfer as transfer
 
     monkeypatch.setitem(sys.modules, "rspo.envs.alfworld.engine", None)  # import fails: not installed
     lines = []
@@ -300,9 +300,9 @@ def test_reproduce_env_alfworld_checks_the_data_before_any_notebook(tmp_path, mo
 
 
 def test_both_engines_get_households_prompt_and_horizon():
-    from rspo.envs.alfworld.transfer import household_vs_alfworld
     from rspo.envs.registry import ENVS
     from rspo.policies.scripted import EpsilonExpert
+    from rspo.transfer import household_vs_alfworld
 
     prompts = []
 

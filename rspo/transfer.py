@@ -1,7 +1,7 @@
 """A household-trained policy in the real ALFWorld engine: the same tasks, exported, played greedily.
 
     >>> from rspo.sft import load_or_build_default
-    >>> from rspo.envs.alfworld.transfer import household_vs_alfworld
+    >>> from rspo.transfer import household_vs_alfworld
     >>> household_vs_alfworld(load_or_build_default("household"), n_tasks=30)  # doctest: +SKIP
     {'household': {'success': ...}, 'alfworld': {'success': ...}}
 
@@ -12,6 +12,9 @@ exported, so both numbers are over the same tasks.
 
 :func:`same_tasks_in_alfworld` is notebook 01's section on the real engine: the household expert's plan
 replayed in both engines (the control), then the household warm start if it is already built.
+
+It sits beside :mod:`rspo.sft`, not in ``rspo/envs/alfworld/``: it plays trained policies, and the
+environments import nothing above them.
 """
 
 from __future__ import annotations
