@@ -25,10 +25,13 @@ config, the tokenizer recipe and data, :data:`SFT_VERSION`); folders are written
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,6 +323,27 @@ def evaluate_greedy(
     }
 
 
+@contextlib.contextmanager
+def heartbeat(what: str, every: float = 20.0, stream=None):
+    """Say ``what`` on ``stream`` (stderr) now and every ``every`` seconds until the block ends, with
+    the time so far: a step that is silent for minutes looks hung."""
+    stream = stream or sys.stderr
+    stop, t0 = threading.Event(), time.perf_counter()
+    print(f"{what} ...", file=stream, flush=True)
+
+    def beat():
+        while not stop.wait(every):
+            print(f"  ... {what}: {time.perf_counter() - t0:.0f} s", file=stream, flush=True)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 # --- the cached default policy --------------------------------------------------------------------
 def cache_key(config: WarmStartConfig) -> str:
     """A hash of everything that determines the warm-started model."""
@@ -383,13 +407,19 @@ def build_default(
         "build_s": time.perf_counter() - t0,
     }
     if evaluate:
-        log.info("rspo: measuring its greedy success on %s", rspo.envs.env_class(env).eval_splits)
-        record["eval"] = {
-            split: evaluate_greedy(
-                policy, env, split, eval_tasks, history=config.history, show_admissible=config.show_admissible
-            )
-            for split in rspo.envs.env_class(env).eval_splits
-        }
+        splits = rspo.envs.env_class(env).eval_splits
+        with heartbeat(f"warm start of {env}: measuring its greedy success on {', '.join(splits)}"):
+            record["eval"] = {
+                split: evaluate_greedy(
+                    policy,
+                    env,
+                    split,
+                    eval_tasks,
+                    history=config.history,
+                    show_admissible=config.show_admissible,
+                )
+                for split in splits
+            }
     with atomic_dir(path) as tmp:
         policy.save_pretrained(tmp)
         (tmp / "warmstart.json").write_text(json.dumps(record, indent=1) + "\n")

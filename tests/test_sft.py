@@ -163,3 +163,20 @@ def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
         )
         changed = sft.WarmStartConfig(env=env, random_frac=0.5, **rspo.envs.spec(env).warm_start_fields())
         assert sft.cache_key(changed) != sft.cache_key(cfg)
+
+
+def test_heartbeat_says_what_runs_at_once_and_then_every_period():
+    import io
+    import time
+
+    from rspo.sft import heartbeat
+
+    out = io.StringIO()
+    with heartbeat("measuring", every=0.05, stream=out):
+        time.sleep(0.18)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "measuring ..."
+    assert 2 <= len(lines) - 1 <= 4 and all(line.startswith("  ... measuring: ") for line in lines[1:])
+    n = len(lines)
+    time.sleep(0.12)
+    assert len(out.getvalue().splitlines()) == n  # stopped with the block
