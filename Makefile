@@ -17,11 +17,11 @@ TORCH_SPEC ?= torch==2.13.0
 # pip's own progress (not --quiet), and a line every 20 s while pip installs without a word: a fresh
 # install takes minutes, and a silent terminal looks hung
 PIP := bash -c 'while sleep 20; do echo "  ... pip is still installing"; done & t=$$!; $(BIN)/pip install --progress-bar on "$$@"; rc=$$?; kill $$t; exit $$rc' pip
-$(BIN)/rspo: pyproject.toml
+$(BIN)/rspo: pyproject.toml constraints.txt
 	@echo "creating $(VENV): torch ($(TORCH_SPEC)), then the kit with its dev extras (a few minutes, once)"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH_SPEC)"
-	$(PIP) -e ".[dev]"
+	$(PIP) -e ".[dev]" -c constraints.txt
 	touch $(BIN)/rspo
 
 venv: $(BIN)/rspo

@@ -55,3 +55,26 @@ def test_ci_calls_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in readme and "make test" in ci
     assert "make demo" in readme
+
+
+def test_constraints_pin_every_dependency_inside_pyprojects_ranges():
+    """``make venv`` installs with constraints.txt: each of the kit's direct dependencies (torch apart:
+    TORCH_SPEC) is pinned there, to a version pyproject's range allows."""
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    project = _pyproject()["project"]
+    for spec in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        req = Requirement(spec)
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        if name == "torch":
+            continue
+        assert name in pins, f"{name} is not pinned in constraints.txt"
+        assert req.specifier.contains(pins[name]), (
+            f"constraints.txt pins {name}=={pins[name]}, outside {spec}"
+        )
+    assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
