@@ -13,6 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
+    import rspo.sft as sft
+
+    if not sft.default_policy_path("shop").is_dir():  # built here, announced (conftest), and not inside
+        sft.build_default("shop")  # the subprocess below, whose timeout is for training, not for this
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_learning.py"), "--profile", "smoke"]
     cmd += ["--envs", "shop", "--algos", "grpo", "--rewards", "outcome", "rspo", "--seeds", "0"]
     cmd += ["--out", str(tmp_path), "--markdown"]

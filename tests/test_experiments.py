@@ -92,6 +92,7 @@ def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
     assert {(c.algo, c.reward) for c in configs} == {("grpo", "rspo")}
 
 
+@pytest.mark.slow  # needs the shop warm start: minutes to build on a fresh machine
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
     from rspo.experiments import ensure_run, finished_run, run_config
 
@@ -137,6 +138,7 @@ def test_weights_fingerprint_tells_policies_apart():
     assert weights_fingerprint(b) != weights_fingerprint(a)
 
 
+@pytest.mark.slow  # needs the shop warm start: minutes to build on a fresh machine
 def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
     """A cached initial evaluation is reused only for the weights it evaluated: one restored from
     another machine's (differently built) warm start is evaluated again, not taken over."""
