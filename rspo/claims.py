@@ -182,6 +182,14 @@ def by_reward(runs) -> dict[tuple, dict[str, list]]:
     return groups
 
 
+def baselines(groups: dict, env: str, algo: str, m: float) -> tuple[list, list, list]:
+    """The outcome, dense and RSPO runs of (env, algo, m) in :func:`by_reward`'s ``groups``. The outcome
+    learner's training does not depend on m, so its m = 0 runs serve an m that has none."""
+    got = groups.get((env, algo, m), {})
+    outcome = got.get("outcome") or groups.get((env, algo, 0.0), {}).get("outcome", [])
+    return outcome, got.get("dense", []), got.get("rspo", [])
+
+
 def lab_runs(root: str | Path) -> list:
     """Every finished run under ``root``'s ``m<m>/`` folders (``benchmarks/bench_learning.py --out
     <root>/m<m>`` puts them in ``m<m>/lab/``; archived logs lie in ``m<m>/`` itself)."""
@@ -212,9 +220,7 @@ def claims_table(
     lines = []
     order = {a: i for i, a in enumerate(algos)}
     for env, algo, m in sorted(groups, key=lambda k: (k[0], k[2], order.get(k[1], 99), k[1])):
-        got = groups[(env, algo, m)]
-        outcome = got.get("outcome") or groups.get((env, algo, 0.0), {}).get("outcome", [])
-        dense, rspo = got.get("dense", []), got.get("rspo", [])
+        outcome, dense, rspo = baselines(groups, env, algo, m)
         if not (outcome and dense and rspo):
             continue
         d = decide(outcome, dense, rspo, boot, with_a=m == 0.0)
@@ -281,9 +287,7 @@ def ablation_table(runs, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
     ]
     lines = []
     for (env, algo, m, change), variant in sorted(ablation_groups(runs).items(), key=lambda kv: kv[0]):
-        got = groups.get((env, algo, m), {})
-        outcome = got.get("outcome") or groups.get((env, algo, 0.0), {}).get("outcome", [])
-        dense, rspo = got.get("dense", []), got.get("rspo", [])
+        outcome, dense, rspo = baselines(groups, env, algo, m)
         if not (outcome and dense):
             continue
         d = decide(outcome, dense, variant, boot, with_a=False)
