@@ -15,21 +15,26 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     import rspo.sft as sft
 
-    if not sft.default_policy_path("shop").is_dir():  # built here, announced (conftest), and not inside
-        sft.build_default("shop")  # the subprocess below, whose timeout is for training, not for this
+    # detour: the environment whose warm start the reproduce test builds too (the smallest: about 2 min on
+    # a fresh machine, where shop's took 4-25), built here, announced (conftest), and not inside the
+    # subprocess below, whose timeout is for training
+    if not sft.default_policy_path("detour").is_dir():
+        sft.build_default("detour")
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_learning.py"), "--profile", "smoke"]
-    cmd += ["--envs", "shop", "--algos", "grpo", "--rewards", "outcome", "rspo", "--seeds", "0"]
+    cmd += ["--envs", "detour", "--algos", "grpo", "--rewards", "outcome", "rspo", "--seeds", "0"]
     cmd += ["--out", str(tmp_path), "--markdown"]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert first.returncode == 0, first.stderr[-2000:]
     assert "0 of 2 runs finished; running 2" in first.stdout
-    assert "| shop | grpo | outcome | 1 |" in first.stdout and "| shop | grpo | rspo | 1 |" in first.stdout
+    assert (
+        "| detour | grpo | outcome | 1 |" in first.stdout and "| detour | grpo | rspo | 1 |" in first.stdout
+    )
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert "2 of 2 runs finished; running 0" in again.stdout  # finished runs are not repeated
-    assert (tmp_path / "smoke" / "initial-shop.json").exists()  # one shared initial evaluation
+    assert (tmp_path / "smoke" / "initial-detour.json").exists()  # one shared initial evaluation
     assert "2 of 2 runs finished; 0 of 2 combinations over 15 min per run" in again.stdout
     header = next(line for line in again.stdout.splitlines() if line.startswith("| env |"))
-    row = next(line for line in again.stdout.splitlines() if line.startswith("| shop | grpo | rspo |"))
+    row = next(line for line in again.stdout.splitlines() if line.startswith("| detour | grpo | rspo |"))
     assert header.split("|")[-2].strip() == "CPU min/run" and float(row.split("|")[-2]) >= 0.0  # logged
     assert "projected run time of all 2 runs at the medians: 0.0 h" in again.stdout
     # --split: one evaluation split's success; runs that never evaluated on it are left out
@@ -42,12 +47,12 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     shown = subprocess.run(more, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "2 of 6 runs finished" in shown.stdout and "projected run time of all 6 runs" in shown.stdout
-    assert "no finished run yet for shop-grpo-dense" in shown.stdout
+    assert "no finished run yet for detour-grpo-dense" in shown.stdout
     # --ablations: notebook 05's ablation runs join the set (named by their change, apart in the figures)
     ablations = subprocess.run(more + ["--ablations"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert ablations.returncode == 0, ablations.stderr[-2000:]
     assert "2 of 8 runs finished" in ablations.stdout  # 6 + notebook 05's default 2 ablations (seed 0)
-    assert "shop-grpo-rspo-mixed" in ablations.stdout and "shop-grpo-rspo-schedule" in ablations.stdout
+    assert "detour-grpo-rspo-mixed" in ablations.stdout and "detour-grpo-rspo-schedule" in ablations.stdout
     # --restore: the published logs of these runs fill another runs folder; nothing is trained again
     from rspo.analysis import archive_runs
 
@@ -64,4 +69,4 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     assert (
         "restored 2 finished runs" in restored.stdout and "2 of 2 runs finished; running 0" in restored.stdout
     )
-    assert "| shop | grpo | rspo | 1 |" in restored.stdout
+    assert "| detour | grpo | rspo | 1 |" in restored.stdout

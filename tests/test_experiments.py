@@ -92,11 +92,11 @@ def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
     assert {(c.algo, c.reward) for c in configs} == {("grpo", "rspo")}
 
 
-@pytest.mark.slow  # needs the shop warm start: minutes to build on a fresh machine
+@pytest.mark.slow  # needs a warm start (detour's, as the reproduce test): minutes on a fresh machine
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
     from rspo.experiments import ensure_run, finished_run, run_config
 
-    cfg = run_config("smoke", "shop", "grpo", "outcome", 0, tmp_path)
+    cfg = run_config("smoke", "detour", "grpo", "outcome", 0, tmp_path)
     assert finished_run(cfg) is None
     run = ensure_run(cfg)
     assert run.finished and finished_run(cfg).rows == run.rows
@@ -108,7 +108,7 @@ def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_
     from rspo.experiments import ensure_run, grid_configs, train_runs
 
     def grid(where):
-        return grid_configs("smoke", where, ["shop"], ["grpo"], ["outcome", "dense"], [0])
+        return grid_configs("smoke", where, ["detour"], ["grpo"], ["outcome", "dense"], [0])
 
     lines = []
     train_runs(grid(tmp_path / "parallel"), workers=2, write=lines.append, every=1.0)
