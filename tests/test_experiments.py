@@ -138,15 +138,15 @@ def test_weights_fingerprint_tells_policies_apart():
     assert weights_fingerprint(b) != weights_fingerprint(a)
 
 
-@pytest.mark.slow  # needs the shop warm start: minutes to build on a fresh machine
+@pytest.mark.slow  # needs a warm start (detour's, as the reproduce test): minutes on a fresh machine
 def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
     """A cached initial evaluation is reused only for the weights it evaluated: one restored from
     another machine's (differently built) warm start is evaluated again, not taken over."""
     from rspo.experiments import initial_eval, run_config
 
-    cfg = run_config("smoke", "shop", "grpo", "outcome", 0, tmp_path)
+    cfg = run_config("smoke", "detour", "grpo", "outcome", 0, tmp_path)
     first = initial_eval(cfg)
-    cache = tmp_path / "initial-shop.json"
+    cache = tmp_path / "initial-detour.json"
     (entry,) = json.loads(cache.read_text())
     assert len(entry["key"]["weights"]) == 12 and entry["eval"] == first
     entry["eval"]["eval/success"] = 0.99  # marks a reuse
