@@ -67,19 +67,19 @@ def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, mo
     monkeypatch.setitem(
         job.PROFILES,
         "smoke",
-        {"*": {"profile": "smoke", "envs": ["shop"], "algos": three, "seeds": [0], "ablations": ablations}},
+        {"*": {"profile": "smoke", "envs": ["detour"], "algos": three, "seeds": [0], "ablations": ablations}},
     )
     monkeypatch.setitem(job.SHARED_RUNS, "smoke", runs)
-    ensure_run(run_config("smoke", "shop", "grpo", "outcome", 0, runs))
+    ensure_run(run_config("smoke", "detour", "grpo", "outcome", 0, runs))
     before = file_snapshot(runs)
     out = tmp_path / "out"
     report = job.reproduce("smoke", out, ["03", "04", "05"], write=lambda *_: None, finished_only=True)
     assert file_snapshot(runs) == before  # nothing trained, nothing written
     text = report.read_text()
     assert "partial report: 1 of 11 runs of the profile finished" in text  # 9 in the table, 2 ablations
-    assert "- shop-grpo-dense: 0" in text and "- shop-grpo-outcome: 0" not in text
-    assert "- shop-grpo-rspo-swap_variant=mixed: 0" in text
-    assert "| shop | grpo | outcome | 1 |" in text  # the results table over the finished run
+    assert "- detour-grpo-dense: 0" in text and "- detour-grpo-outcome: 0" not in text
+    assert "- detour-grpo-rspo-swap_variant=mixed: 0" in text
+    assert "| detour | grpo | outcome | 1 |" in text  # the results table over the finished run
 
     def printed(name):
         nb = json.loads((out / f"{name}.ipynb").read_text())
@@ -88,7 +88,7 @@ def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, mo
         )
 
     assert "1 of 6 runs ready" in printed("03_sparse_vs_dense_baselines")
-    assert "missing (not finished, not trained): shop-grpo-dense-s0" in printed(
+    assert "missing (not finished, not trained): detour-grpo-dense-s0" in printed(
         "03_sparse_vs_dense_baselines"
     )
     assert "no finished RSPO run" in printed("04_rspo") and "all checks passed (1 of 9 runs)" in printed(
