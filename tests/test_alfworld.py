@@ -172,6 +172,7 @@ def test_reset_by_seed_is_deterministic(root, env):
         assert (a, ia["task_id"], ia["admissible_actions"]) == (b, ib["task_id"], ib["admissible_actions"])
 
 
+@pytest.mark.slow
 def test_handcoded_expert_solves_the_exported_tasks_and_random_does_worse(env):
     expert = play_tasks(env, expert_policy, env.task_ids)
     assert expert["success"] == 1.0 and expert["invalid"] == 0.0
@@ -209,6 +210,7 @@ def test_bad_options_raise_value_errors(root):
     assert len(only) == 1
 
 
+@pytest.mark.slow
 def test_the_trainer_runs_on_the_real_engine(tmp_path, one_thread, first_copy_succeeds):
     """A few iterations through the trainer's own code path (GiGPO, RSPO) on exported train tasks, with
     a small random-init policy (the env enters the registry for the test only)."""

@@ -70,6 +70,7 @@ def test_a_killed_atomic_write_keeps_the_old_file(tmp_path):
     assert remove_partial_files(tmp_path) == left and list(tmp_path.iterdir()) == [path]
 
 
+@pytest.mark.slow
 def test_a_second_process_on_the_same_run_folder_fails_at_once_and_a_dead_holders_lock_is_taken_over(
     tmp_path,
 ):

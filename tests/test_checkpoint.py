@@ -39,6 +39,7 @@ def _turn(action="go") -> Turn:
     return Turn("p", ["go", "look"], action, 0, [5, 6], [-0.5, -0.25], "a", 1.0, 0.0, True, None, [-0.4])
 
 
+@pytest.mark.slow
 def test_an_rspo_checkpoint_loads_with_weights_only_and_restores_the_buffer(tmp_path):
     from rspo.swap import ReplayBuffer
 

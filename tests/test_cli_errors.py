@@ -162,6 +162,7 @@ def train(cfg: TrainConfig) -> Trainer:
     return trainer
 
 
+@pytest.mark.slow
 def test_checkpoint_every_0_saves_only_at_the_end_and_the_help_says_so(tmp_path, monkeypatch):
     saved = []
     real = Trainer.save_checkpoint

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reward", ["outcome", "rspo"])
 def test_two_processes_split_the_tasks_and_keep_the_weights_equal(tmp_path, reward):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]

@@ -258,6 +258,7 @@ def _check_outputs(stem: str, mode: str, text: str) -> None:
     assert "ERROR" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["student"])  # solved: the smoke reproduce test (tests/test_notebooks.py)
 @pytest.mark.parametrize("stem", ["01_environments_and_rewards", "02_credit_assignment"])
 def test_notebook_runs_headless_unsolved_and_solved(stem, mode, tmp_path):
@@ -282,6 +283,7 @@ PRELUDE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["student", "solutions"])
 @pytest.mark.parametrize("stem", list(PRELUDE))
 def test_the_exercise_cells_of_the_training_notebooks(stem, mode, tmp_path):

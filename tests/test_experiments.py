@@ -158,6 +158,7 @@ def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
     assert [e["key"]["weights"] for e in json.loads(cache.read_text())][0] == "0" * 12  # kept beside
 
 
+@pytest.mark.slow
 def test_a_run_continued_past_the_asked_length_is_read_cut_there_and_never_rewritten(tmp_path, one_thread):
     """A grid asked at 2 iterations after its run was continued to 4 (the lab's equal-steps baselines):
     the run is read as it was at 2, and config.json and metrics.jsonl are left as they are."""

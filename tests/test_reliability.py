@@ -54,6 +54,7 @@ def _assert_last_good_checkpoint(cfg, iteration: int, policy=None) -> dict:
     return state
 
 
+@pytest.mark.slow
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     import rspo.update
 

@@ -125,6 +125,7 @@ def test_text_helpers():
     assert inventory_items("You are carrying nothing.") == []
 
 
+@pytest.mark.slow
 def test_the_trainer_runs_on_textworld(games, tmp_path, one_thread, first_copy_succeeds):
     """A few iterations through the trainer's own code path with a small random-init policy (the env
     enters the registry for the test only)."""
