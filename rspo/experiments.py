@@ -311,6 +311,15 @@ def _progress(cfg: TrainConfig) -> str:
     return f"{cfg.name} (iteration {max(rows - 1, 0)}/{cfg.iterations})"
 
 
+def training_order(configs) -> list[TrainConfig]:
+    """``configs`` in the order the workers take them: seed by seed as given, and within a seed the RSPO
+    runs first, since they sample twice the environment steps of a baseline (an explorer and a
+    learner): started last, one would train alone while the other worker idles (the quick profile's
+    last RSPO run did for 229 of its 615 s)."""
+    seeds = list(dict.fromkeys(cfg.seed for cfg in configs))
+    return sorted(configs, key=lambda cfg: (seeds.index(cfg.seed), cfg.reward != "rspo"))
+
+
 def train_runs(configs, workers: int = 2, write=print, every: float = 20.0) -> None:
     """Train the unfinished runs among ``configs``, ``workers`` at a time in worker processes (each
     run uses its ``threads``; the lab's and the cpu profile's runs use one). The shared initial
@@ -321,7 +330,7 @@ def train_runs(configs, workers: int = 2, write=print, every: float = 20.0) -> N
     import time
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    todo = [cfg for cfg in configs if finished_run(cfg) is None]
+    todo = training_order([cfg for cfg in configs if finished_run(cfg) is None])
     if not todo:
         return
     if workers <= 1 or len(todo) == 1:

@@ -179,3 +179,18 @@ def test_a_run_continued_past_the_asked_length_is_read_cut_there_and_never_rewri
     assert file_snapshot(tmp_path) == before  # nothing resumed, nothing rewritten
     assert again.config.iterations == 2 and [r["iteration"] for r in again.rows] == [0, 1, 2]
     assert again.rows == full.rows[:3] and finished_run(longer).rows == full.rows
+
+
+def test_training_order_takes_each_seeds_rspo_runs_first_and_keeps_the_rest_in_order(tmp_path):
+    from rspo.experiments import grid_configs, training_order
+
+    grid = grid_configs("smoke", tmp_path, ["detour"], ["grpo"], ["outcome", "dense", "rspo"], [1, 0])
+    assert [(c.seed, c.reward) for c in training_order(grid)] == [
+        (1, "rspo"),
+        (1, "outcome"),
+        (1, "dense"),
+        (0, "rspo"),
+        (0, "outcome"),
+        (0, "dense"),
+    ]
+    assert training_order([]) == []
