@@ -244,3 +244,65 @@ def test_update_logs_hand_computed_policy_loss_approx_kl_ratio_and_clipfrac():
     frac = sum(wi for wi, r in zip(w, ratio, strict=True) if abs(r - 1) > cfg.clip_eps) / total
     assert stats["loss/clipfrac"] == pytest.approx(frac, rel=1e-6)
     assert 0 < frac < 1 and stats["loss/kl"] == 0.0 and stats["loss/turns"] == n
+
+
+def test_kl_penalty_logs_the_k3_value_and_pulls_the_policy_back_to_its_reference():
+    """The policy moved away from its frozen reference by a known perturbation, zero advantages and no
+    entropy bonus, so only the KL term ``kl_coef * k3`` acts: the logged loss/kl is the weighted k3 of
+    the log-probs before the step (computed here by hand), and the step lowers it (a penalty with the
+    wrong sign, or one skipped for a coefficient under 1, does not)."""
+    policy, batch, cfg = update_setup(kl_coef=0.5, entropy_coef=0.0)
+    ref = evaluate_all(policy, batch, cfg).logp[:, 0]  # the frozen reference: the weights before
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in policy.trainable_parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=g))
+    batch.adv = torch.zeros(len(batch.turns))
+    now = evaluate_all(policy, batch, cfg).logp[:, 0]
+    for t, lp in zip(batch.turns, now.tolist(), strict=True):
+        t.token_logprobs = [lp]  # on-policy: every ratio is 1
+
+    def weighted_k3(logp):
+        r = ref - logp
+        return float((batch.weights * (torch.exp(r) - r - 1)).sum() / batch.weights.sum())
+
+    before = weighted_k3(now)
+    params = list(policy.trainable_parameters())
+    stats = ppo_update(policy, torch.optim.SGD(params, lr=0.1), params, batch, cfg, 0, contextlib.nullcontext)
+    assert before > 1e-3 and len(batch.turns) > cfg.micro_batch  # several micro-batches are summed
+    assert stats["loss/kl"] == pytest.approx(before, rel=1e-3)
+    assert weighted_k3(evaluate_all(policy, batch, cfg).logp[:, 0]) < before
+
+
+def test_off_policy_turns_use_their_proximal_log_probs_and_truncated_importance_weights():
+    """Replayed turns (RSPO's learner) carry the proximal log-probs (the PPO ratio's denominator) and
+    per-token importance weights: the logged policy loss is, by hand,
+    sum_i w_i (-iw_i min(r_i A_i, clip(r_i) A_i)) / sum_i w_i with r_i = exp(logp_i - proximal_i).
+    All turns but one are weighted, so some micro-batches are all weighted and one is mixed."""
+    policy, batch, cfg = update_setup(clip_eps=0.2, kl_coef=0.0)
+    now = evaluate_all(policy, batch, cfg).logp[:, 0].tolist()
+    n = len(batch.turns)
+    behaviour = [(0.3, -0.2, 0.1, 0.05)[i % 4] for i in range(n)]  # the stored (behaviour) log-probs' offsets
+    proximal = [(-0.1, 0.15, -0.3, 0.0, 0.25)[i % 5] for i in range(n)]  # the ratio's denominator's
+    iw = [(0.5, 0.8, 1.0, 0.3)[i % 4] for i in range(n)]
+    for i, (t, lp) in enumerate(zip(batch.turns, now, strict=True)):
+        t.token_logprobs = [lp + behaviour[i]]
+        if i != n - 1:
+            batch.proximal[i] = [lp + proximal[i]]
+            batch.is_weights[i] = [iw[i]]
+    params = list(policy.trainable_parameters())
+    stats = ppo_update(
+        policy, torch.optim.SGD(params, lr=1e-3), params, batch, cfg, 0, contextlib.nullcontext
+    )
+    w, adv = batch.weights.tolist(), batch.adv.tolist()
+    d = [proximal[i] if i != n - 1 else behaviour[i] for i in range(n)]
+    ratio = [math.exp(-di) for di in d]
+    tw = [iw[i] if i != n - 1 else 1.0 for i in range(n)]
+    loss = [
+        -t * min(r * a, min(max(r, 1 - cfg.clip_eps), 1 + cfg.clip_eps) * a)
+        for r, a, t in zip(ratio, adv, tw, strict=True)
+    ]
+    assert n > 2 * cfg.micro_batch
+    assert stats["loss/policy"] == pytest.approx(
+        sum(wi * li for wi, li in zip(w, loss, strict=True)) / sum(w), rel=1e-3
+    )
