@@ -200,3 +200,37 @@ def test_a_non_finite_loss_names_the_iteration_the_update_and_what_to_do():
         "stopped (no checkpoint is written from here: the last one on disk is kept). Lower lr, raise "
         "kl_coef or check the rewards"
     )
+
+
+def test_the_value_loss_moves_the_value_head_toward_the_returns():
+    """Zero advantages, no KL, no entropy bonus: only the value loss acts. With the value head moved off
+    its zero start (where V - G and V + G square alike), the logged loss/value is the weighted
+    0.5 (V - G)^2 before the step, by hand, and the step lowers it (a value loss with the wrong sign
+    raises it)."""
+    policy = untrained_tiny_policy(0, value_head=True)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in policy.value_head.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g))
+    cfg = TrainConfig(
+        algo="ppo", micro_batch=4, minibatch_turns=64, kl_coef=0.0, entropy_coef=0.0, temperature=3.0
+    )
+    eps = rollout(policy)
+    for ep in eps:
+        for t in ep.turns:
+            t.value = 0.3
+    batch = build_batch(eps, compute_rewards("outcome", eps, RewardSpec()), cfg)
+    batch.adv = torch.zeros(len(batch.turns))
+    w, returns = batch.weights, batch.returns
+
+    def value_error():
+        with torch.no_grad():
+            v = policy.logprobs(batch.inputs(range(len(batch.turns))), values=True, temperature=3.0).values
+        return float((w * 0.5 * (v - returns) ** 2).sum() / w.sum()), v
+
+    before, v = value_error()
+    assert float(v.abs().min()) > 1e-3 and float(returns.abs().max()) > 0.1
+    params = list(policy.trainable_parameters())
+    stats = ppo_update(policy, torch.optim.SGD(params, lr=1e-2), params, batch, cfg, 0, NULL)
+    assert stats["loss/value"] == pytest.approx(before, rel=1e-4)
+    assert value_error()[0] < before
