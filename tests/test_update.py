@@ -66,3 +66,38 @@ def test_build_batch_gigpo_anchor_groups_and_gae_returns():
 
 def cfg_spec(cfg):
     return RewardSpec(cfg.outcome_scale, cfg.invalid_penalty, cfg.process_weight)
+
+
+@pytest.mark.parametrize(
+    ("algo", "setting"),
+    [
+        ("grpo", {"adv_norm": "none"}),
+        ("gigpo", {"omega": 0.3}),
+        ("turn_level", {"gamma": 0.5, "adv_norm": "none"}),
+    ],
+)
+def test_build_batch_passes_the_estimators_options_from_the_config(algo, setting):
+    """A non-default option of the estimator (group normalisation, GiGPO's omega, the discount) changes
+    the batch's advantages to those of rspo.advantages called with that option."""
+    from rspo.advantages import compute_advantages
+    from rspo.registry import ESTIMATORS
+
+    eps = [
+        episode(0, 0, [turn(anchor="s"), turn(anchor="t", reward=1.0)], won=True),
+        episode(0, 1, [turn(anchor="s"), turn(anchor="u"), turn(anchor="t")]),
+        episode(0, 2, [turn(anchor="s"), turn(anchor="t", reward=0.5)]),
+    ]
+    default, changed = TrainConfig(algo=algo), TrainConfig(algo=algo, **setting)
+    a = build_batch(eps, compute_rewards("outcome", eps, cfg_spec(default)), default).adv
+    batch = build_batch(eps, compute_rewards("outcome", eps, cfg_spec(changed)), changed)
+    assert not batch.adv.allclose(a)
+    fields = dict(
+        task_ids=batch.task_ids,
+        traj_ids=batch.traj_ids,
+        step_rewards=batch.step_rewards,
+        episode_returns=batch.episode_returns,
+        anchor_ids=batch.anchor_ids,
+    )
+    options = ESTIMATORS.entry(changed.estimator).config_options(changed)
+    want, _ = compute_advantages(changed.estimator, fields, **options)
+    assert batch.adv.tolist() == pytest.approx(want.tolist())
