@@ -101,3 +101,17 @@ def test_build_batch_passes_the_estimators_options_from_the_config(algo, setting
     options = ESTIMATORS.entry(changed.estimator).config_options(changed)
     want, _ = compute_advantages(changed.estimator, fields, **options)
     assert batch.adv.tolist() == pytest.approx(want.tolist())
+
+
+@pytest.mark.parametrize("loss_agg", ["token", "turn"])
+def test_build_batch_weighs_turns_by_the_configured_loss_aggregation(loss_agg):
+    """Turns of 1, 3 and 2 action tokens (generate mode writes several; a turn with none counts as
+    one): "token" weighs each turn by its share of the tokens, "turn" every turn alike."""
+    cfg = TrainConfig(algo="grpo", reward="outcome", loss_agg=loss_agg)
+    eps = [
+        episode(0, 0, [turn(logps=(-1.0,)), turn(reward=1.0, logps=(-1.0, -0.5, -0.2))], won=True),
+        episode(0, 1, [turn(logps=(-0.3, -0.4)), turn(logps=())]),
+    ]
+    batch = build_batch(eps, compute_rewards("outcome", eps, cfg_spec(cfg)), cfg)
+    want = [1 / 7, 3 / 7, 2 / 7, 1 / 7] if loss_agg == "token" else [0.25] * 4
+    assert batch.weights.tolist() == pytest.approx(want)
