@@ -45,6 +45,7 @@ MODULES: dict[str, list[str]] = {
         "tests/test_glue.py::test_positive_entropy_bonus_raises_the_entropy",
         "tests/test_glue.py::test_gradient_is_clipped_to_max_grad_norm_and_the_logged_norm_is_the_unclipped_one",
         "tests/test_glue.py::test_update_logs_hand_computed_policy_loss_approx_kl_ratio_and_clipfrac",
+        "tests/test_glue.py::test_the_logged_numbers_average_over_minibatches_and_epochs",
         "tests/test_glue.py::test_kl_penalty_logs_the_k3_value_and_pulls_the_policy_back_to_its_reference",
         "tests/test_glue.py::test_off_policy_turns_use_their_proximal_log_probs_and_truncated_importance_weights",
         "tests/test_reliability.py::test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint",

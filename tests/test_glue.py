@@ -215,35 +215,59 @@ def test_gradient_is_clipped_to_max_grad_norm_and_the_logged_norm_is_the_unclipp
     assert optimizer.applied[0] == pytest.approx(min(logged, max_grad_norm), rel=1e-4)
 
 
-def test_update_logs_hand_computed_policy_loss_approx_kl_ratio_and_clipfrac():
-    """Behaviour log-probs moved by known offsets d_i from the current policy's: the PPO ratio of turn i
-    is exp(-d_i), approx-KL = sum_i w_i 0.5 d_i^2 / sum_i w_i, and the policy loss and clipped fraction
-    follow from the ratios and the advantages - all computed here by hand, before the update's step."""
-    policy, batch, cfg = update_setup(clip_eps=0.2, kl_coef=0.0)
+def shifted_behaviour(policy, batch, cfg):
+    """Behaviour log-probs moved by known offsets d_i from the current policy's (a one-token turn's
+    PPO ratio is then exp(-d_i)), and the update's logged numbers computed by hand from them."""
     now = evaluate_all(policy, batch, cfg).logp[:, 0].tolist()
     n = len(batch.turns)
     offsets = [(-0.3, 0.1, 0.25, -0.05, 0.4)[i % 5] for i in range(n)]
     for t, lp, d in zip(batch.turns, now, offsets, strict=True):
         t.token_logprobs = [lp + d]
-    params = list(policy.trainable_parameters())
-    stats = ppo_update(
-        policy, torch.optim.SGD(params, lr=1e-3), params, batch, cfg, 0, contextlib.nullcontext
-    )
     w, adv = batch.weights.tolist(), batch.adv.tolist()
     total = sum(w)
     ratio = [math.exp(-d) for d in offsets]
     clipped = [min(max(r, 1 - cfg.clip_eps), 1 + cfg.clip_eps) for r in ratio]
     loss = [-min(r * a, c * a) for r, c, a in zip(ratio, clipped, adv, strict=True)]
-    assert stats["loss/approx_kl"] == pytest.approx(
-        sum(wi * 0.5 * d * d for wi, d in zip(w, offsets, strict=True)) / total, rel=1e-3
+    return {
+        "loss/approx_kl": sum(wi * 0.5 * d * d for wi, d in zip(w, offsets, strict=True)) / total,
+        "loss/ratio_max": max(ratio),
+        "loss/policy": sum(wi * li for wi, li in zip(w, loss, strict=True)) / total,
+        "loss/clipfrac": sum(wi for wi, r in zip(w, ratio, strict=True) if abs(r - 1) > cfg.clip_eps) / total,
+    }
+
+
+def test_update_logs_hand_computed_policy_loss_approx_kl_ratio_and_clipfrac():
+    """approx-KL = sum_i w_i 0.5 d_i^2 / sum_i w_i, the ratio's maximum, and the policy loss and
+    clipped fraction from the ratios and the advantages - all by hand, before the update's step."""
+    policy, batch, cfg = update_setup(clip_eps=0.2, kl_coef=0.0)
+    want = shifted_behaviour(policy, batch, cfg)
+    params = list(policy.trainable_parameters())
+    stats = ppo_update(
+        policy, torch.optim.SGD(params, lr=1e-3), params, batch, cfg, 0, contextlib.nullcontext
     )
-    assert stats["loss/ratio_max"] == pytest.approx(max(ratio), rel=1e-3)
-    assert stats["loss/policy"] == pytest.approx(
-        sum(wi * li for wi, li in zip(w, loss, strict=True)) / total, rel=1e-3
+    for key, value in want.items():
+        assert stats[key] == pytest.approx(value, rel=1e-3), key
+    assert (
+        0 < want["loss/clipfrac"] < 1 and stats["loss/kl"] == 0.0 and stats["loss/turns"] == len(batch.turns)
     )
-    frac = sum(wi for wi, r in zip(w, ratio, strict=True) if abs(r - 1) > cfg.clip_eps) / total
-    assert stats["loss/clipfrac"] == pytest.approx(frac, rel=1e-6)
-    assert 0 < frac < 1 and stats["loss/kl"] == 0.0 and stats["loss/turns"] == n
+
+
+def test_the_logged_numbers_average_over_minibatches_and_epochs():
+    """Two epochs of several minibatches with a zero learning rate (the policy stays put): every
+    logged number equals the one-pass hand computation, and the gradient norm is the mean of the
+    norms of the steps taken (not the last one's, nor their sum)."""
+    policy, batch, cfg = update_setup(
+        clip_eps=0.2, kl_coef=0.0, minibatch_turns=3, ppo_epochs=2, max_grad_norm=1e3
+    )
+    want = shifted_behaviour(policy, batch, cfg)
+    params = list(policy.trainable_parameters())
+    optimizer = RecordingSGD(params, lr=0.0)
+    stats = ppo_update(policy, optimizer, params, batch, cfg, 0, contextlib.nullcontext)
+    assert stats["loss/steps"] == len(optimizer.applied) == 2 * -(-len(batch.turns) // 3) > 4
+    for key, value in want.items():
+        assert stats[key] == pytest.approx(value, rel=1e-3), key
+    assert stats["loss/grad_norm"] == pytest.approx(sum(optimizer.applied) / len(optimizer.applied), rel=1e-4)
+    assert len(set(round(a, 6) for a in optimizer.applied)) > 1  # the steps' norms differ
 
 
 def test_kl_penalty_logs_the_k3_value_and_pulls_the_policy_back_to_its_reference():
