@@ -12,7 +12,7 @@ BIN    := $(VENV)/bin
 # On a GPU machine: make TORCH_SPEC=torch  (or install the CUDA build of your choice first).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: venv reproduce demo test test-fast lint bench browser-check clean
+.PHONY: venv extras reproduce demo test test-fast lint bench browser-check clean
 
 # pip's own progress (not --quiet), and a line every 20 s while pip installs without a word: a fresh
 # install takes minutes, and a silent terminal looks hung
@@ -25,6 +25,11 @@ $(BIN)/rspo: pyproject.toml constraints.txt
 	touch $(BIN)/rspo
 
 venv: $(BIN)/rspo
+
+# optional extras into .venv, e.g. make extras EXTRAS=textworld (CI) or EXTRAS=alfworld (docs/alfworld-parity.md)
+EXTRAS ?= textworld
+extras: venv
+	$(PIP) -e ".[$(EXTRAS)]" -c constraints.txt
 
 reproduce: venv
 	$(BIN)/rspo reproduce --profile quick
