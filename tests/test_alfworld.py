@@ -7,6 +7,7 @@ exported to ALFWorld PDDL problems (:mod:`rspo.envs.alfworld.export`) in a tempo
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -85,11 +86,17 @@ def test_random_walk_agrees_step_by_step(root):
 @pytest.mark.slow
 def test_parity_on_sixty_tasks(tmp_path):
     """The parity claim of docs/alfworld-parity.md: 10 valid_seen tasks of each type (60)."""
-    report = run(select("valid_seen", per_type=10), tmp_path, modes=("expert",))
+    report = run(select("valid_seen", per_type=10), tmp_path, modes=("expert",), workers=os.cpu_count() or 1)
     # valid_seen/00015: household's expert cleans the soapbar in a bathtubbasin, which ALFWorld refuses
     assert report["tasks"] == 60 and report["expert_diverged"] == ["valid_seen/00015"]
     assert report["expert_wins_in_alfworld"] == 59
     assert report["unexplained"] == []
+
+
+def test_parity_in_two_processes_is_the_same_report(tmp_path):
+    one = run(SPECS[:2], tmp_path / "one", modes=("expert", "random"), steps=3)
+    assert run(SPECS[:2], tmp_path / "two", modes=("expert", "random"), steps=3, workers=2) == one
+    assert one["expert_runs"] == 2 and one["totals"]["adm_steps"] > 2 * 3
 
 
 def test_a_plan_that_cleans_in_a_bathtub_is_the_explained_divergence(tmp_path):
@@ -97,6 +104,36 @@ def test_a_plan_that_cleans_in_a_bathtub_is_the_explained_divergence(tmp_path):
     record = compare(spec, tmp_path, mode="expert")
     assert record["diverged"].startswith("clean ") and "bathtubbasin" in record["diverged"]
     assert record["unexplained"] == [] and not record["alfworld_won"]
+
+
+def _walk(game, steps=12, seed=0):
+    from rspo.envs.alfworld.engine import load_game
+
+    engine, rng, trace = load_game(game, facts=True), random.Random(seed), []
+    state = engine.reset()
+    for _ in range(steps):
+        trace.append(
+            (state["feedback"], state["admissible_commands"], state["won"], sorted(map(str, state["facts"])))
+        )
+        state, _, _ = engine.step(rng.choice(state["admissible_commands"]))
+    return trace
+
+
+def test_the_grammar_cache_changes_no_observation_command_or_fact(root):
+    """engine.install_grammar_cache memoises TextWorld's parses: a random walk sees the same feedback,
+    admissible commands, won and facts with it as with TextWorld's own parsing."""
+    from rspo.envs.alfworld import engine
+
+    game = sorted(root.rglob("game.tw-pddl"))[3]
+    cached = _walk(game)
+    engine.uninstall_grammar_cache()
+    try:
+        assert _walk(game) == cached
+    finally:
+        engine.install_grammar_cache()
+    from textworld.envs.pddl import textgen
+
+    assert textgen._parse_and_convert._rspo_cached
 
 
 def test_goal_progress_counts_sub_conditions():

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import random
 import re
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rspo.envs.household.expert import expert_action
@@ -162,9 +165,22 @@ def compare(spec: dict, root: Path, mode: str = "expert", steps: int = 30, seed:
     }
 
 
-def run(specs, root: Path, modes=("expert",), steps: int = 30) -> dict:
-    """Compare every task in every mode; totals, per-type wins and all unexplained differences."""
-    records = [compare(spec, root, mode, steps) for spec in specs for mode in modes]
+def _compare_modes(job) -> list[dict]:
+    spec, root, modes, steps = job
+    return [compare(spec, root, mode, steps) for mode in modes]
+
+
+def run(specs, root: Path, modes=("expert",), steps: int = 30, workers: int = 1) -> dict:
+    """Compare every task in every mode; totals, per-type wins and all unexplained differences.
+    ``workers`` > 1 plays the tasks in that many processes (the same records, in the same order; a
+    task's modes stay in one process, which alone writes its game)."""
+    jobs = [(spec, root, tuple(modes), steps) for spec in specs]
+    if workers > 1 and len(jobs) > 1:
+        context = multiprocessing.get_context("spawn")  # the caller may hold torch's threads
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
+            records = [r for done in pool.map(_compare_modes, jobs) for r in done]
+    else:
+        records = [r for job in jobs for r in _compare_modes(job)]
     totals: Counter = Counter()
     for r in records:
         totals.update(r["counts"])
@@ -196,11 +212,14 @@ def main(argv=None) -> None:
     p.add_argument("--modes", default="expert,random")
     p.add_argument("--steps", type=int, default=30, help="random-walk length")
     p.add_argument("--out", default=None, help="folder for the exported games (default: a temporary one)")
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="processes (default: one per core)"
+    )
     args = p.parse_args(argv)
     specs = select(args.split, per_type=args.per_type)
     start = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        report = run(specs, Path(args.out or tmp), tuple(args.modes.split(",")), args.steps)
+        report = run(specs, Path(args.out or tmp), tuple(args.modes.split(",")), args.steps, args.workers)
     report["seconds"] = round(time.time() - start, 1)
     print(json.dumps(report, indent=1))
 
