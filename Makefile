@@ -26,7 +26,7 @@ $(BIN)/rspo: pyproject.toml constraints.txt
 
 venv: $(BIN)/rspo
 
-# optional extras into .venv, e.g. make extras EXTRAS=textworld (CI) or EXTRAS=alfworld (docs/alfworld-parity.md)
+# optional extras into .venv, e.g. make extras EXTRAS=alfworld (docs/alfworld-parity.md); CI: EXTRAS=textworld,alfworld
 EXTRAS ?= textworld
 extras: venv
 	$(PIP) -e ".[$(EXTRAS)]" -c constraints.txt
