@@ -234,3 +234,59 @@ def test_the_value_loss_moves_the_value_head_toward_the_returns():
     stats = ppo_update(policy, torch.optim.SGD(params, lr=1e-2), params, batch, cfg, 0, NULL)
     assert stats["loss/value"] == pytest.approx(before, rel=1e-4)
     assert value_error()[0] < before
+
+
+class Peer:
+    """The other process of a two-process run, as ``ppo_update`` meets it through ``rspo.distributed.Dist``'s
+    collectives: ``max_int`` returns the larger of this process's value and the peer's next scripted
+    one (per epoch: its minibatch count, then per minibatch 1 if its loss was not finite);
+    ``average_grads`` is counted."""
+
+    active = True
+
+    def __init__(self, script):
+        self.script, self.averaged = list(script), 0
+
+    def max_int(self, n):
+        return max(n, self.script.pop(0))
+
+    def average_grads(self, params):
+        self.averaged += 1
+
+
+def test_a_non_finite_loss_on_another_process_stops_this_one_before_any_step():
+    """Every process stops at the same minibatch when any one's loss is not finite (tests/test_distributed.py
+    runs two real processes, but none of their losses is)."""
+    from rspo.update import NonFiniteError
+
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="grpo", kl_coef=0.0)
+    params = list(policy.trainable_parameters())
+    before = [p.detach().clone() for p in params]
+    peer = Peer([0, 1])  # the peer has fewer minibatches, and its first loss is nan
+    with pytest.raises(
+        NonFiniteError, match=r"loss is not finite \(on another process\) at epoch 1, minibatch 1"
+    ):
+        ppo_update(policy, torch.optim.SGD(params, lr=1.0), params, hand_batch(cfg), cfg, 0, NULL, dist=peer)
+    assert peer.script == [] and peer.averaged == 0
+    assert all(torch.equal(x, y) for x, y in zip(before, params, strict=True))
+    batch = hand_batch(cfg)
+    batch.weights.zero_()  # no turns here: this process steps with the peer, and stops with it
+    with pytest.raises(NonFiniteError, match=r"\(on another process\) at epoch 1, minibatch 2"):
+        ppo_update(policy, torch.optim.SGD(params, lr=1.0), params, batch, cfg, 0, NULL, dist=Peer([2, 0, 1]))
+
+
+def test_a_process_with_no_turns_takes_as_many_steps_as_the_other():
+    """Its turns all weigh 0 (or it has none): it still takes the other process's number of steps, each
+    with the gradient averaging, so that the two keep equal weights; its own gradients are none."""
+    policy = untrained_tiny_policy(0)
+    cfg = TrainConfig(algo="grpo", kl_coef=0.0, ppo_epochs=2)
+    batch = hand_batch(cfg)
+    batch.weights.zero_()
+    params = list(policy.trainable_parameters())
+    before = [p.detach().clone() for p in params]
+    peer = Peer([3, 0, 0, 0] * 2)  # per epoch: the peer's 3 minibatches, each with a finite loss
+    stats = ppo_update(policy, torch.optim.SGD(params, lr=1.0), params, batch, cfg, 0, NULL, dist=peer)
+    assert stats["loss/steps"] == 6 and peer.averaged == 6 and peer.script == []
+    assert stats["loss/turns"] == 0 and stats["loss/grad_norm"] == 0.0
+    assert all(torch.equal(x, y) for x, y in zip(before, params, strict=True))
