@@ -21,6 +21,7 @@ ENVS = tuple(envs.list_envs())
 ALGOS = registry.algorithms()
 REWARDS = ("outcome", "dense", "rspo")
 SWAP_VARIANTS = ("offpolicy", "mixed", "schedule")
+SWAP_BUDGETS = ("extra", "matched")
 REPLAY_SELECT = ("uniform", "signal")
 NO_SIGNAL = ("keep", "skip", "resample")
 DEVICES = ("auto", "cpu", "cuda")
@@ -41,6 +42,7 @@ def field_choices() -> dict[str, tuple[str, ...]]:
         "show_admissible": SHOW_ADMISSIBLE,
         "no_signal": NO_SIGNAL,
         "swap_variant": SWAP_VARIANTS,
+        "swap_budget": SWAP_BUDGETS,
         "replay_select": REPLAY_SELECT,
         "adv_norm": NORMALIZE,
         "episode_stats": EPISODE_STATS,
@@ -78,6 +80,7 @@ class TrainConfig:
     show_admissible: str = "auto"  # list admissible actions: auto (as warm-started) | yes | no
     max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
     misalignment: float = 0.0  # the environment's process-reward misalignment knob m, 0..1
+    env_options: dict = field(default_factory=dict)  # more constructor options of env (detour: length, ...)
     temperature: float = 1.0  # rollout sampling temperature (evaluation is greedy)
     no_signal: str = "keep"  # groups whose returns are all equal: keep | skip (drop from loss) | resample
     resample_tries: int = 2  # no_signal=resample: extra rollouts of fresh tasks per iteration at most
@@ -89,6 +92,8 @@ class TrainConfig:
     swap_variant: str = "offpolicy"  # offpolicy (buffer + IS term) | mixed (explorer joins groups) | schedule
     swap_lambda: float = 1.0  # lambda: weight of the off-policy term on relabelled explorer turns
     swap_c: float = 1.0  # c: truncation of the importance weight pi_A_old / pi_B
+    # extra: the explorer rolls out the learner's tasks too (twice a baseline's environment steps)
+    swap_budget: str = "extra"  # extra (explorer on the learner's tasks too) | matched (half the tasks each)
     buffer_groups: int = 16  # replay buffer capacity in task groups (G episodes each)
     buffer_max_age: int = 2  # drop explorer groups older than this many iterations
     replay_groups: int = 8  # buffer groups replayed in each learner update
@@ -186,6 +191,18 @@ class TrainConfig:
             )
         if not 0.0 <= self.misalignment <= 1.0:
             raise ValueError(f"TrainConfig.misalignment must be in [0, 1], got {self.misalignment}")
+        self._check_env_options()
+        if self.swap_budget == "matched" and (self.reward != "rspo" or self.swap_variant != "offpolicy"):
+            raise ValueError(
+                "TrainConfig.swap_budget='matched' is a form of RSPO's offpolicy variant "
+                f"(reward='rspo', swap_variant='offpolicy'), got reward={self.reward!r}, "
+                f"swap_variant={self.swap_variant!r}"
+            )
+        if self.swap_budget == "matched" and self.tasks_per_iter % 2:
+            raise ValueError(
+                f"TrainConfig.swap_budget='matched' splits the iteration's tasks between learner and "
+                f"explorer: tasks_per_iter must be even, got {self.tasks_per_iter}"
+            )
         if self.temperature <= 0:
             raise ValueError(f"TrainConfig.temperature must be > 0, got {self.temperature}")
         for key in ("gamma", "gae_gamma", "gae_lambda"):
@@ -215,7 +232,45 @@ class TrainConfig:
             suffix = (
                 "" if self.reward != "rspo" or self.swap_variant == "offpolicy" else f"-{self.swap_variant}"
             )
+            suffix += "-matched" if self.swap_budget == "matched" else ""
             self.name = f"{self.env}-{self.algo}-{self.reward}{suffix}-s{self.seed}"
+
+    def _check_env_options(self) -> None:
+        """``env_options``: names of the environment's constructor options (not split, max_steps or
+        misalignment, which have fields of their own) with JSON values; the environment checks the values."""
+        import inspect
+
+        if not isinstance(self.env_options, dict):
+            raise ValueError(f"TrainConfig.env_options must be a dict, got {self.env_options!r}")
+        if not self.env_options:
+            return
+        own = {"split", "max_steps", "misalignment"}
+        params = inspect.signature(envs.spec(self.env).cls.__init__).parameters
+        allowed = [
+            k
+            for k in params
+            if k not in own | {"self"}
+            and params[k].kind in (params[k].POSITIONAL_OR_KEYWORD, params[k].KEYWORD_ONLY)
+        ]
+        for key, value in self.env_options.items():
+            if key in own:
+                raise ValueError(f"TrainConfig.env_options: set {key} with TrainConfig.{key}, not here")
+            if key not in allowed:
+                raise ValueError(
+                    f"TrainConfig.env_options: {self.env} has no option {key!r}; its options: "
+                    f"{', '.join(allowed) or 'none'}"
+                )
+            if not isinstance(value, (int, float, str, bool)) or (
+                isinstance(value, float) and not math.isfinite(value)
+            ):
+                raise ValueError(
+                    f"TrainConfig.env_options[{key!r}] must be a finite number or a string, got {value!r}"
+                )
+
+    @property
+    def env_kwargs(self) -> dict:
+        """The environment's constructor options of this run (besides ``split``)."""
+        return dict(misalignment=self.misalignment, max_steps=self.max_steps or None, **self.env_options)
 
     @property
     def uses_explorer(self) -> bool:

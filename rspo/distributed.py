@@ -96,6 +96,10 @@ def merge_metrics(rows: list[dict]) -> dict:
         "rollout/env_steps",
         "rollout/no_signal_groups",
         "swap/turns",
+        "swap/tokens",
+        "swap/episodes",
+        "swap/successes",
+        "swap/trained_successes",
     )
     out = {}
     for key, value in rows[0].items():
@@ -106,7 +110,11 @@ def merge_metrics(rows: list[dict]) -> dict:
             out[key] = sum(values)
         elif key.endswith("_max"):
             out[key] = max(values)
-        elif key in ("swap/is_ratio_mean", "swap/truncated_frac"):  # over the processes' trained turns
+        elif key in (
+            "swap/is_ratio_mean",
+            "swap/truncated_frac",
+            "swap/is_weight_mean",
+        ):  # over trained turns
             turns = [r.get("swap/turns", 0) for r in rows if key in r]
             out[key] = sum(v * n for v, n in zip(values, turns, strict=True)) / max(sum(turns), 1)
         else:

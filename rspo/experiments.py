@@ -21,6 +21,7 @@ from pathlib import Path
 from rspo.analysis import Run, load_run
 from rspo.config import TrainConfig
 from rspo.envs.registry import ENVS, LAB
+from rspo.fingerprint import weights_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -201,24 +202,7 @@ EVAL_KEYS = (
 )
 # fields added to the evaluation after caches were written: in the key only when set, so that the
 # entries cached without them (their default) still hit
-EVAL_KEYS_IF_SET = ("task_pool",)
-
-
-def weights_fingerprint(policy) -> str:
-    """12 hex digits of a SHA-256 over the policy's weights (names and bytes, in name order): which
-    starting policy an evaluation belongs to. LoRA adapter weights are left out: they start as the
-    identity (B = 0) whatever the seed draws for A, so every seed starts from the same policy."""
-    import hashlib
-
-    import torch
-
-    digest = hashlib.sha256()
-    for name, tensor in sorted(policy.model.state_dict().items()):
-        if "lora_" in name:
-            continue
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().flatten().view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()[:12]
+EVAL_KEYS_IF_SET = ("task_pool", "env_options")
 
 
 def initial_eval(cfg: TrainConfig) -> dict:

@@ -159,6 +159,7 @@ def expert_demonstrations(
     action_mode: str = "score",
     random_frac: float = 0.0,
     seed: int = 0,
+    env_options: dict | None = None,
 ) -> list[tuple[str, list[str], str]]:
     """(prompt, admissible actions, action) for every step of the expert on each task.
 
@@ -167,7 +168,7 @@ def expert_demonstrations(
     plays a uniformly random admissible action instead, with that probability (seeded by ``seed``):
     at 1 the demonstrations are random play, which teaches the action space but not the task.
     """
-    env = rspo.envs.make(env_name, split=split)
+    env = rspo.envs.make(env_name, split=split, **(env_options or {}))
     rng = random.Random(seed)
     out = []
     for task_id in task_ids:

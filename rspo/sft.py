@@ -66,6 +66,7 @@ class WarmStartConfig:
     vocab_size: int = 3072  # BPE vocabulary of the shared tokenizer (plus the shop's product ids)
     random_frac: float = 0.0  # chance a demo step is a random admissible action (1: random play)
     every_action: bool = False  # each visited state once per admissible action (uniform targets)
+    env_options: dict = dataclasses.field(default_factory=dict)  # the environment's options (detour: length)
 
     def __post_init__(self):
         import rspo.envs
@@ -92,12 +93,16 @@ class WarmStartConfig:
         return rspo.envs.spec(self.env).tokenizer_family
 
 
-def default_config(env: str) -> WarmStartConfig:
+def default_config(env: str, env_options: dict | None = None) -> WarmStartConfig:
     """The warm-start config the kit uses for ``env``: its registry entry's (:mod:`rspo.envs.registry`:
-    ``show_admissible`` and ``warm_start``, chosen to land at 10-40 % greedy success in 3-4 CPU minutes)."""
+    ``show_admissible`` and ``warm_start``, chosen to land at 10-40 % greedy success in 3-4 CPU minutes).
+    ``env_options`` (``TrainConfig.env_options``): the environment's own options, those that change only
+    the process reward (its class's ``reward_only_options``) left out - the warm start imitates play."""
     import rspo.envs
 
-    return WarmStartConfig(env=env, **rspo.envs.spec(env).warm_start_fields())
+    spec = rspo.envs.spec(env)
+    options = {k: v for k, v in (env_options or {}).items() if k not in spec.cls.reward_only_options}
+    return WarmStartConfig(env=env, **spec.warm_start_fields(), env_options=options)
 
 
 def prompt_settings(env: str, config: WarmStartConfig | None = None) -> dict:
@@ -112,11 +117,12 @@ def _demos(config: WarmStartConfig) -> list[tuple[str, list[str], str]]:
     import rspo.envs
     from rspo.rollout import expert_demonstrations
 
-    task_ids = rspo.envs.make(config.env, split="train").task_ids[: config.n_demo_tasks]
+    task_ids = rspo.envs.make(config.env, split="train", **config.env_options).task_ids[: config.n_demo_tasks]
     demos = expert_demonstrations(
         config.env,
         "train",
         task_ids,
+        env_options=config.env_options,
         history=config.history,
         show_admissible=config.show_admissible,
         random_frac=config.random_frac,
@@ -300,14 +306,21 @@ def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5, threads: 
 
 # --- evaluation -----------------------------------------------------------------------------------
 def evaluate_greedy(
-    policy, env: str, split: str, n_tasks: int = 140, *, history: int = 2, show_admissible: bool = True
+    policy,
+    env: str,
+    split: str,
+    n_tasks: int = 140,
+    *,
+    history: int = 2,
+    show_admissible: bool = True,
+    env_options: dict | None = None,
 ) -> dict:
     """Greedy success (and mean score) of ``policy`` on the first ``n_tasks`` tasks of ``split``."""
     from rspo.rollout import collect, make_envs
 
-    envs = make_envs(env, split, 1)
+    envs = make_envs(env, split, 1, **(env_options or {}))
     task_ids = envs[0].task_ids[:n_tasks]
-    envs += make_envs(env, split, len(task_ids) - 1)
+    envs += make_envs(env, split, len(task_ids) - 1, **(env_options or {}))
     t0 = time.perf_counter()
     episodes = collect(
         policy, envs, task_ids, 1, history=history, show_admissible=show_admissible, greedy=True
@@ -348,7 +361,7 @@ def heartbeat(what: str, every: float = 20.0, stream=None):
 def cache_key(config: WarmStartConfig) -> str:
     """A hash of everything that determines the warm-started model."""
     fields = dataclasses.asdict(config)
-    for added in ("random_frac", "every_action"):  # added later: expert-only configs keep their keys
+    for added in ("random_frac", "every_action", "env_options"):  # added later: older configs keep their keys
         if not fields[added]:
             del fields[added]
     spec = {
@@ -417,6 +430,7 @@ def build_default(
                     eval_tasks,
                     history=config.history,
                     show_admissible=config.show_admissible,
+                    env_options=config.env_options,
                 )
                 for split in splits
             }
@@ -450,8 +464,34 @@ def load_or_build_default(
 
     path = default_policy_path(env, config)
     if not path.is_dir():
-        build_default(env, config, evaluate=evaluate)
+        with build_lock(path):  # several processes of a grid: one builds, the others wait and load it
+            if not path.is_dir():
+                build_default(env, config, evaluate=evaluate)
     return LMPolicy.from_pretrained(path, action_mode=action_mode, **policy_options)
+
+
+@contextlib.contextmanager
+def build_lock(path: Path):
+    """An exclusive lock on building the cache folder ``path`` (``<path>.lock``, ``fcntl.flock``: the
+    kernel drops it when its holder dies). A process that waits says so every 20 s."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the atomic folder write still keeps one copy
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with heartbeat(f"waiting for another process to finish building {path.name}"):
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            # a process still waiting holds the old file and re-checks the folder once it gets the lock
+            Path(handle.name).unlink(missing_ok=True)
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def warmstart_record(env: str, config: WarmStartConfig | None = None) -> dict | None:

@@ -188,7 +188,8 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
     prox.update(zip(todo, score_turns(learner, [turns[i] for i in todo], cfg, autocast)[0], strict=True))
     proximal = [prox[i] for i in off]
     stats = {"swap/turns": len(off), "swap/is_ratio_mean": 0.0, "swap/is_ratio_max": 0.0}
-    stats["swap/truncated_frac"] = 0.0
+    stats.update({"swap/truncated_frac": 0.0, "swap/tokens": 0, "swap/is_weight_mean": 0.0})
+    stats.update(handover_stats(episodes, [i in set(off) for i in range(len(turns))]))
     if not off:
         return batch, stats
     width = max(len(p) for p in proximal)
@@ -206,6 +207,32 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
             "swap/is_ratio_mean": float(rho.mean()),
             "swap/is_ratio_max": float(rho.max()),
             "swap/truncated_frac": float(truncated.sum()) / max(int(mask.sum()), 1),
+            "swap/tokens": int(mask.sum()),
+            "swap/is_weight_mean": float(w[mask].mean()),
         }
     )
     return batch, stats
+
+
+def handover_stats(episodes: Sequence[Episode], trained: Sequence[bool]) -> dict:
+    """What the explorer handed the learner in one update: its episodes offered (``swap/episodes``),
+    those that won (``swap/successes``), the share of its offered groups holding a win
+    (``swap/success_group_frac``), and its winning episodes of which the update trains at least one turn
+    (``swap/trained_successes``: 0 in every update of a run means the explorer handed over nothing).
+    ``trained``: per turn of ``episodes`` in order, whether the update trains it."""
+    explorer = [ep for ep in episodes if ep.source == "explorer"]
+    groups: dict[int, bool] = {}
+    for ep in explorer:
+        groups[ep.group] = groups.get(ep.group, False) or bool(ep.won)
+    trained_wins, k = 0, 0
+    for ep in episodes:
+        n = len(ep.turns)
+        if ep.source == "explorer" and ep.won and any(trained[k : k + n]):
+            trained_wins += 1
+        k += n
+    return {
+        "swap/episodes": len(explorer),
+        "swap/successes": sum(bool(ep.won) for ep in explorer),
+        "swap/success_group_frac": sum(groups.values()) / len(groups) if groups else 0.0,
+        "swap/trained_successes": trained_wins,
+    }

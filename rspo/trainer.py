@@ -95,9 +95,10 @@ def load_policy(cfg: TrainConfig, device: torch.device | None = None):
     if cfg.model:
         kwargs = dict(lora=cfg.lora, gguf_file=cfg.gguf_file or None, device=device)
         return LMPolicy.from_pretrained(cfg.model, **kwargs, **common)
-    from rspo.sft import load_or_build_default
+    from rspo.sft import default_config, load_or_build_default
 
-    return load_or_build_default(cfg.env, device=device, **common)
+    config = default_config(cfg.env, cfg.env_options) if cfg.env_options else None
+    return load_or_build_default(cfg.env, config=config, device=device, **common)
 
 
 def resolve_show_admissible(cfg: TrainConfig) -> bool:
@@ -125,20 +126,30 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.dist = Dist()
-        if cfg.tasks_per_iter % self.dist.world:
+        # swap_budget="matched": the learner rolls out the first half of the iteration's tasks and
+        # the explorer the second half; otherwise both roll out all of them
+        self.learner_tasks = cfg.tasks_per_iter // 2 if cfg.swap_budget == "matched" else cfg.tasks_per_iter
+        if self.learner_tasks % self.dist.world:
             raise ValueError(
                 f"TrainConfig.tasks_per_iter={cfg.tasks_per_iter} must be a multiple of the "
-                f"{self.dist.world} processes (each rolls out an equal share of the tasks)"
+                f"{self.dist.world} processes (each rolls out an equal share of the tasks"
+                + (", of each half with swap_budget='matched')" if cfg.swap_budget == "matched" else ")")
             )
-        self.local_tasks = cfg.tasks_per_iter // self.dist.world
+        self.local_tasks = self.learner_tasks // self.dist.world
         self.device, self.autocast_dtype = resolve_device(cfg, self.dist)
         self.run_dir = cfg.run_dir
         torch.manual_seed(_derive(cfg.seed, STREAM_INIT))
         self.policy = policy if policy is not None else load_policy(cfg, self.device)
+        from rspo.fingerprint import run_fingerprint
+
+        # what the run starts from and runs under, before a checkpoint replaces the weights
+        self.fingerprint = (
+            run_fingerprint(cfg, self.policy, warm_start=policy is None) if self.dist.main else {}
+        )
         self.show_admissible = resolve_show_admissible(cfg)
         self.params = [p for p in self.policy.trainable_parameters()]
         self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        env_options = dict(misalignment=cfg.misalignment, max_steps=cfg.max_steps or None)
+        env_options = cfg.env_kwargs
         n = self.local_tasks * cfg.group_size
         self.envs = make_envs(cfg.env, "train", n, **env_options)
         self.train_tasks = self.envs[0].task_ids
@@ -170,10 +181,14 @@ class Trainer:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
-    def sample_tasks(self, iteration: int, round_: int = 0) -> list[str]:
-        """This process's share of the iteration's ``tasks_per_iter`` tasks (all of them in one process)."""
+    def sample_tasks(self, iteration: int, round_: int = 0, explorer: bool = False) -> list[str]:
+        """This process's share of the iteration's ``tasks_per_iter`` tasks (all of them in one process);
+        with ``swap_budget="matched"`` of its first half (the learner's) or, for ``explorer``, its second."""
         rng = random.Random(_derive(self.cfg.seed, STREAM_TASKS, iteration, round_))
-        return self.dist.share(rng.sample(self.train_tasks, self.cfg.tasks_per_iter))
+        tasks = rng.sample(self.train_tasks, self.cfg.tasks_per_iter)
+        if self.cfg.swap_budget == "matched":
+            tasks = tasks[self.learner_tasks :] if explorer else tasks[: self.learner_tasks]
+        return self.dist.share(tasks)
 
     def rollout(
         self, iteration: int, round_: int = 0, policy=None, stream: int = STREAM_ROLLOUT
@@ -185,7 +200,7 @@ class Trainer:
             return collect(
                 policy or self.policy,
                 self.envs,
-                self.sample_tasks(iteration, round_),
+                self.sample_tasks(iteration, round_, explorer=stream == STREAM_EXPLORER),
                 cfg.group_size,
                 history=cfg.history,
                 show_admissible=self.show_admissible,
@@ -423,7 +438,10 @@ class Trainer:
         cfg = self.cfg
         main = self.dist.main
         if main:
+            from rspo.fingerprint import record
+
             prepare_run_dir(self)
+            record(self.run_dir, self.fingerprint, resumed_at=self.iteration if cfg.resume else None)
         self.dist.barrier()
         if not main and cfg.resume:
             self.load_checkpoint()

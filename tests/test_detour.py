@@ -125,7 +125,7 @@ def test_observations_and_prompts_are_short():
 
 
 def test_options_are_validated():
-    for bad in (2, 7, 3.0, True):
+    for bad in (2, 9, 3.0, True):
         with pytest.raises(ValueError, match="length"):
             DetourEnv(length=bad)
     for bad in (-1, 4, "1"):

@@ -143,14 +143,16 @@ def test_random_play_demonstrations_and_every_action_targets():
 
 
 def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
-    # household and shop warm starts built before random_frac / every_action existed stay valid: their
-    # key is the hash of the spec as it was then (the config without the two fields)
+    # household and shop warm starts built before random_frac / every_action / env_options existed stay
+    # valid: their key is the hash of the spec as it was then (the config without the three fields)
     import hashlib
 
     for env in ("household", "shop"):
         cfg = sft.default_config(env)
         old = {
-            k: v for k, v in sft.dataclasses.asdict(cfg).items() if k not in ("random_frac", "every_action")
+            k: v
+            for k, v in sft.dataclasses.asdict(cfg).items()
+            if k not in ("random_frac", "every_action", "env_options")
         }
         spec = {
             "version": sft.SFT_VERSION,
@@ -163,6 +165,11 @@ def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
         )
         changed = sft.WarmStartConfig(env=env, random_frac=0.5, **rspo.envs.spec(env).warm_start_fields())
         assert sft.cache_key(changed) != sft.cache_key(cfg)
+    # the lab's study-1 warm start keeps the key its protocol names (docs/lab/protocol.md)
+    assert sft.cache_key(sft.default_config("detour")) == "f05b6229478a"
+    assert sft.default_config("detour", {"lure": 1.0, "milestones": 0.2}) == sft.default_config("detour")
+    longer = sft.default_config("detour", {"length": 7, "lure": 1.0})
+    assert longer.env_options == {"length": 7} and sft.cache_key(longer) != "f05b6229478a"
 
 
 def test_heartbeat_says_what_runs_at_once_and_then_every_period():

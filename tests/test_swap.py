@@ -336,8 +336,44 @@ def test_swap_batch_without_explorer_turns_reports_zeros():
         "swap/is_ratio_mean": 0.0,
         "swap/is_ratio_max": 0.0,
         "swap/truncated_frac": 0.0,
+        "swap/tokens": 0,
+        "swap/is_weight_mean": 0.0,
+        "swap/episodes": 0,
+        "swap/successes": 0,
+        "swap/success_group_frac": 0.0,
+        "swap/trained_successes": 0,
     }
     assert not batch.proximal and not batch.is_weights
+
+
+def test_handover_counts_the_explorers_wins_that_the_update_trains():
+    """Two explorer groups: one with a win among losses (signal: its turns are trained), one where every
+    copy wins (no signal under no_signal=skip: nothing trained); the learner's own win is not counted."""
+    from rspo.swap import handover_stats
+
+    def ep(group, won, source, n=2):
+        turn = dict(prompt="p", candidates=["a"], action="a", choice=0, action_ids=[1], token_logprobs=[0.0])
+        turns = [
+            Turn(**turn, anchor="", outcome_reward=0.0, process_reward=0.0, valid=True) for _ in range(n)
+        ]
+        return Episode("detour", f"t{group}", group, 0, turns=turns, won=won, source=source)
+
+    eps = [
+        ep(0, True, "explorer"),
+        ep(0, False, "explorer"),
+        ep(1, True, "explorer"),
+        ep(1, True, "explorer"),
+    ]
+    eps.append(ep(2, True, "learner"))
+    trained = [True] * 4 + [False] * 4 + [True] * 2
+    stats = handover_stats(eps, trained)
+    assert stats == {
+        "swap/episodes": 4,
+        "swap/successes": 3,
+        "swap/success_group_frac": 1.0,
+        "swap/trained_successes": 1,
+    }
+    assert handover_stats(eps, [False] * 10)["swap/trained_successes"] == 0
 
 
 def group_eps(group, n=2):

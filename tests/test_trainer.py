@@ -387,3 +387,64 @@ def test_signal_selection_skips_replay_when_no_stored_group_has_signal(tmp_path)
 def test_swap_config_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(reward="rspo", **kw)
+
+
+def test_matched_budget_splits_the_tasks_between_learner_and_explorer(tmp_path, first_copy_succeeds):
+    """swap_budget="matched": the learner rolls out the first half of the iteration's draw and the
+    explorer the second, so together they sample a baseline's episodes; "extra" doubles them."""
+    seen: dict[str, list] = {}
+
+    def runs(budget):
+        cfg = small(tmp_path, name=budget, reward="rspo", swap_budget=budget, tasks_per_iter=4, iterations=2)
+        trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+        rollout = trainer.rollout
+
+        def spy(iteration, round_=0, policy=None, stream=2):
+            episodes = rollout(iteration, round_, policy, stream)
+            seen.setdefault(budget, []).append(
+                (iteration, stream, sorted({ep.task_id for ep in episodes}), len(episodes))
+            )
+            return episodes
+
+        trainer.rollout = spy
+        return trainer.run(), trainer
+
+    matched, trainer = runs("matched")
+    base = small(tmp_path, name="base", tasks_per_iter=4, iterations=2)
+    base_trainer = Trainer(base, policy=untrained_tiny_policy(0))
+    for it in range(2):
+        drawn = trainer.sample_tasks(it)  # the learner's half
+        (learner, explorer) = [entry for entry in seen["matched"] if entry[0] == it]
+        assert learner[2] == sorted(set(drawn)) and len(learner[2]) == 2 and learner[3] == 4
+        assert explorer[1] == 5 and len(explorer[2]) == 2 and not set(explorer[2]) & set(learner[2])
+        assert set(learner[2]) | set(explorer[2]) == set(base_trainer.sample_tasks(it))  # one draw, split
+    extra, _ = runs("extra")
+    assert all(entry[3] == 8 for entry in seen["extra"])  # 4 tasks x 2 copies, learner and explorer each
+    # every environment step either policy takes is counted
+    assert matched[-1]["rollout/env_steps"] == sum(
+        r["rollout/turns"] + r["explorer/episode_len"] * 4 for r in matched
+    )
+
+
+def test_a_run_records_its_fingerprint_and_a_resume_under_another_adds_it(tmp_path, monkeypatch):
+    from rspo import fingerprint
+
+    cfg = small(tmp_path, iterations=2, checkpoint_every=1)
+    Trainer(cfg, policy=untrained_tiny_policy(0)).run()
+    data = json.loads((cfg.run_dir / "fingerprint.json").read_text())
+    assert (
+        data["packages"]["torch"] == torch.__version__.split("+")[0]
+        or data["packages"]["torch"] == torch.__version__
+    )
+    # a policy handed in is not the warm start: its weights say what the run started from
+    assert len(data["start"]["weights"]) == 12 and "warm_start" not in data["start"]
+    assert "resumed" not in data
+    # resumed under other packages: the new fingerprint is added, the first kept
+    real = fingerprint.packages
+    monkeypatch.setattr(fingerprint, "packages", lambda: {**real(), "torch": "0.0.1"})
+    longer = small(tmp_path, iterations=3, checkpoint_every=1, resume=True)
+    Trainer(longer, policy=untrained_tiny_policy(0)).run()
+    again = json.loads((cfg.run_dir / "fingerprint.json").read_text())
+    assert again["packages"] == data["packages"] and again["resumed"][0]["iteration"] == 2
+    resumed = {k: v for k, v in again["resumed"][0].items() if k != "iteration"}
+    assert fingerprint.differences(data, resumed) == [f"packages.torch: {data['packages']['torch']} -> 0.0.1"]

@@ -77,6 +77,9 @@ class TextEnv(ABC):
     eval_splits: tuple[str, ...] = ()  # the splits that evaluation reports (ALFWorld: valid_*; WebShop: test)
     default_max_steps: int = 50
     process_reward_doc: str = ""  # what earns process reward, how much, and how it can mislead
+    # constructor options that change only the process reward, not what the agent sees or does
+    # (besides misalignment): a warm start, which imitates play, is built without them
+    reward_only_options: tuple[str, ...] = ()
 
     def __init__(self, split: str = "train", max_steps: int | None = None, misalignment: float = 0.0):
         if split not in self.splits:

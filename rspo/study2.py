@@ -1,0 +1,415 @@
+"""The lab's study 2 (docs/lab/protocol-2.md): a premise gate on baselines alone, then RSPO.
+
+Study 1 (docs/lab/protocol.md) ran RSPO where neither baseline failed. Study 2 first looks for a
+setting of ``detour`` where both premises hold - outcome-only is slow, (a), and the dense learner is
+biased at equal environment steps, (b) - and where the dense learner finds successes before it
+drifts, so that an explorer has some to hand over; only there does RSPO run. This module holds what
+protocol 2 registers, so that the script that trains (``benchmarks/lab_study2.py``), the gate's
+table and the claims read one definition:
+
+- :data:`STAGES`: the settings to scan, stage A first (stage B only if no setting of A passes);
+- :data:`BUDGET`, :data:`RSPO_ITERATIONS`, the seeds (:data:`SCAN_SEEDS`, :data:`CONFIRM_SEEDS`);
+- :func:`scan_configs`, :func:`confirm_configs`, :func:`rspo_configs`: the runs of each phase;
+- :func:`gate`: the premise gate's statistics and verdicts for one setting's outcome and dense runs;
+- :func:`explorer_summary`: per RSPO run, what its explorer handed over (capture: nothing).
+
+Runs lie in ``<root>/<phase>/<setting>/<run>/`` (``phase``: scan, confirm, rspo); the outcome
+learner's runs of a setting lie in the folder of its observation settings alone (``L7``): its
+training does not depend on the process reward (m, milestones, lure).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rspo.claims import bootstrap, eval_at, final, p1_ratio, total_steps
+
+BUDGET = 60  # iterations of an outcome or dense run (8 tasks x 4 copies each)
+RSPO_ITERATIONS = {"extra": 30, "matched": 60}  # extra samples about twice a baseline's steps per iteration
+SCAN_SEEDS = (10, 11, 12)
+CONFIRM_SEEDS = (tuple(range(20, 30)), tuple(range(30, 40)))  # the first candidate's, the second's
+OTHER_ALGO_SEEDS = 5  # PPO and GiGPO: the first five of the chosen setting's confirmation seeds
+REACH = 0.25  # a dense run "reaches" when its rollout success (3-iteration moving mean) peaks at >= this
+SCAN_B_MARGIN = -0.15  # the scan passes a setting whose (b) estimate is at most this (15 points)
+SCAN_REACH = 2  # of the 3 scan seeds
+CONFIRM_REACH = 8  # of the 10 confirmation seeds
+MAX_CONFIRMATIONS = 2
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of ``detour``: the observation knobs (``length``, ``distractors``; the horizon is
+    the environment's default, 2 x length past 6 rooms) and the process reward's (m, milestones, lure)."""
+
+    length: int
+    m: float
+    milestones: float = 0.5
+    lure: float = 0.5
+    distractors: int = 1
+
+    @property
+    def name(self) -> str:
+        extra = "" if self.milestones == 0.5 else f"-ms{self.milestones:g}"
+        extra += "" if self.lure == 0.5 else f"-lure{self.lure:g}"
+        extra += "" if self.distractors == 1 else f"-d{self.distractors}"
+        return f"{self.observation_name}-m{self.m:g}{extra}"
+
+    @property
+    def observation_name(self) -> str:
+        """The folder of the outcome learner's runs: what the agent sees, not what the process reward pays."""
+        return f"L{self.length}" + ("" if self.distractors == 1 else f"-d{self.distractors}")
+
+    def env_options(self, with_reward: bool = True) -> dict:
+        """``TrainConfig.env_options``: only the knobs away from the environment's defaults."""
+        options: dict = {"length": self.length} if self.length != 6 else {}
+        if self.distractors != 1:
+            options["distractors"] = self.distractors
+        if with_reward and self.milestones != 0.5:
+            options["milestones"] = self.milestones
+        if with_reward and self.lure != 0.5:
+            options["lure"] = self.lure
+        return options
+
+
+@dataclass
+class Stage:
+    name: str
+    settings: list[Setting] = field(default_factory=list)
+
+
+STAGES = {
+    "A": Stage("A", [Setting(length, m) for length in (7, 8) for m in (0.1, 0.15, 0.2)]),
+    # only if no setting of stage A passes the scan: the aligned milestones doubled, so the dense
+    # learner is led further toward the chest before the map's pay wins
+    "B": Stage("B", [Setting(length, m, milestones=1.0) for length in (7, 8) for m in (0.15, 0.25)]),
+}
+
+
+def find_setting(name: str) -> Setting:
+    for stage in STAGES.values():
+        for setting in stage.settings:
+            if setting.name == name:
+                return setting
+    names = [s.name for stage in STAGES.values() for s in stage.settings]
+    raise ValueError(f"unknown study-2 setting {name!r}; protocol 2 registers: {', '.join(names)}")
+
+
+def _config(root, phase, setting: Setting, algo, reward, seed, **overrides):
+    from rspo.experiments import run_config
+
+    outcome = reward == "outcome"
+    folder = Path(root) / phase / (setting.observation_name if outcome else setting.name)
+    return run_config(
+        "lab",
+        "detour",
+        algo,
+        reward,
+        seed,
+        folder,
+        misalignment=0.0 if outcome else setting.m,
+        env_options=setting.env_options(with_reward=not outcome),
+        **{"iterations": BUDGET, **overrides},
+    )
+
+
+def baseline_configs(root, phase: str, settings, seeds, algo: str = "grpo") -> list:
+    """Outcome runs once per observation setting, dense runs per setting; seed-major."""
+    configs, seen = [], set()
+    for seed in seeds:
+        for setting in settings:
+            for reward in ("outcome", "dense"):
+                cfg = _config(root, phase, setting, algo, reward, seed)
+                if cfg.run_dir not in seen:
+                    seen.add(cfg.run_dir)
+                    configs.append(cfg)
+    return configs
+
+
+def scan_configs(root, stage: str = "A") -> list:
+    return baseline_configs(root, "scan", STAGES[stage].settings, SCAN_SEEDS)
+
+
+def confirm_configs(root, setting: Setting, candidate: int = 0) -> list:
+    return baseline_configs(root, "confirm", [setting], CONFIRM_SEEDS[candidate])
+
+
+def rspo_configs(root, setting: Setting, candidate: int = 0) -> list:
+    """RSPO in both forms on GRPO at the confirmation seeds, and on PPO and GiGPO at the first
+    :data:`OTHER_ALGO_SEEDS` of them with their own outcome and dense runs (GRPO's are the
+    confirmation's)."""
+    seeds = CONFIRM_SEEDS[candidate]
+    configs = []
+    for algo, algo_seeds in (
+        ("grpo", seeds),
+        ("ppo", seeds[:OTHER_ALGO_SEEDS]),
+        ("gigpo", seeds[:OTHER_ALGO_SEEDS]),
+    ):
+        for seed in algo_seeds:
+            for budget, its in RSPO_ITERATIONS.items():
+                configs.append(
+                    _config(root, "rspo", setting, algo, "rspo", seed, swap_budget=budget, iterations=its)
+                )
+            if algo != "grpo":
+                configs += [_config(root, "rspo", setting, algo, r, seed) for r in ("outcome", "dense")]
+    return configs
+
+
+# --- the gate -----------------------------------------------------------------------------------
+def peak_rollout_success(run, window: int = 3) -> float:
+    """The peak of the run's rollout success, a moving mean over ``window`` iterations."""
+    values = [r["rollout/success"] for r in run.rows if "rollout/success" in r]
+    if len(values) < window:
+        return max(values, default=0.0)
+    return max(statistics.fmean(values[i : i + window]) for i in range(len(values) - window + 1))
+
+
+def _diff(dense_vals, outcome_vals) -> float:
+    return statistics.fmean(dense_vals) - statistics.fmean(outcome_vals)
+
+
+def a_label(est: float, low: float, high: float) -> str:
+    """(a) by protocol 2: yes when the interval's upper end is <= 0.5, no when its lower end is above
+    0.5, within noise when it straddles; n/a when outcome never reaches its own level (nan)."""
+    if any(math.isnan(v) for v in (est, low, high)):
+        return "n/a"
+    return "yes" if high <= 0.5 else ("no" if low > 0.5 else "within noise")
+
+
+def b_label(est: float, low: float, high: float) -> str:
+    """(b): yes when the interval of dense - outcome lies below 0, no when above, within noise otherwise."""
+    return "yes" if high < 0 else ("no" if low > 0 else "within noise")
+
+
+def gate(outcome: list, dense: list, boot: int = 2000) -> dict:
+    """Protocol 2's premise gate for one setting, from its finished outcome and dense runs (GRPO).
+
+    - ``a``: P1's ratio (:func:`rspo.claims.p1_ratio`) over the runs as they are (the budget): the
+      steps at which dense's mean rollout-success curve first reaches 0.9 x outcome's final rollout
+      success, over outcome's; yes when the interval's upper end is <= 0.5, no when its lower end is
+      above 0.5, within noise otherwise (n/a when outcome never succeeds).
+    - ``b``: dense - outcome final greedy test success at equal steps: ``steps`` is the smaller of the
+      two methods' mean final environment steps; each run's evaluation row closest to it. yes when the
+      interval lies below 0, no when above, within noise otherwise.
+    - ``reach``: dense runs whose rollout success peaks at >= :data:`REACH` (3-iteration moving mean).
+    """
+    steps = min(total_steps(outcome), total_steps(dense))
+    d_vals = [eval_at(r, steps=steps) for r in dense]
+    o_vals = [eval_at(r, steps=steps) for r in outcome]
+    a = bootstrap(p1_ratio, [outcome, dense], boot)
+    b = bootstrap(_diff, [d_vals, o_vals], boot)
+    peaks = [peak_rollout_success(r) for r in dense]
+    return {
+        "seeds": (len(outcome), len(dense)),
+        "steps": steps,
+        "a": a,
+        "a_label": a_label(*a),
+        "b": b,
+        "b_label": b_label(*b),
+        "reach": sum(p >= REACH for p in peaks),
+        "peaks": peaks,
+        "outcome_final": statistics.fmean(o_vals),
+        "dense_final": statistics.fmean(d_vals),
+        "outcome_final_rollout": statistics.fmean(final(r, "rollout/success") for r in outcome),
+    }
+
+
+def scan_pass(g: dict) -> bool:
+    """The scan's rule (point estimates on 3 seeds): (a) estimate <= 0.5, (b) estimate <=
+    :data:`SCAN_B_MARGIN`, and :data:`SCAN_REACH` dense seeds reaching."""
+    a = g["a"][0]
+    return not math.isnan(a) and a <= 0.5 and g["b"][0] <= SCAN_B_MARGIN and g["reach"] >= SCAN_REACH
+
+
+def gate_pass(g: dict) -> bool:
+    """The confirmation's rule (10 fresh seeds): (a) yes, (b) yes, :data:`CONFIRM_REACH` seeds reaching."""
+    return g["a_label"] == "yes" and g["b_label"] == "yes" and g["reach"] >= CONFIRM_REACH
+
+
+def setting_runs(root, phase: str, setting: Setting, algo: str = "grpo") -> tuple[list, list]:
+    """The finished outcome and dense runs of ``setting`` in ``<root>/<phase>/`` (of ``algo``)."""
+    from rspo.analysis import load_runs
+
+    def runs(folder: str, reward: str) -> list:
+        path = Path(root) / phase / folder
+        if not path.is_dir():
+            return []
+        return [
+            r
+            for r in load_runs(path)
+            if r.finished
+            and r.config.algo == algo
+            and r.config.reward == reward
+            and r.config.iterations == BUDGET
+        ]
+
+    return runs(setting.observation_name, "outcome"), runs(setting.name, "dense")
+
+
+def gate_table(root, phase: str, settings, boot: int = 2000) -> tuple[list[str], list[list[str]], dict]:
+    """The gate's table for ``settings`` in ``<root>/<phase>/``: one line per setting with runs, and
+    ``{setting name: gate dict}``."""
+    head = [
+        "setting",
+        "seeds o/d",
+        "(a) dense's steps / outcome's",
+        "(b) dense - outcome, equal steps (pts)",
+        "at steps",
+        "greedy success o / d (%)",
+        "dense reaches 25%",
+        "passes",
+    ]
+    lines, results = [], {}
+    rule = scan_pass if phase == "scan" else gate_pass
+    for setting in settings:
+        outcome, dense = setting_runs(root, phase, setting)
+        if not outcome or not dense:
+            continue
+        g = gate(outcome, dense, boot)
+        results[setting.name] = g
+        a, b = g["a"], g["b"]
+        lines.append(
+            [
+                setting.name,
+                f"{g['seeds'][0]}/{g['seeds'][1]}",
+                f"{g['a_label']}: {a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]",
+                f"{g['b_label']}: {100 * b[0]:+.0f} [{100 * b[1]:+.0f}, {100 * b[2]:+.0f}]",
+                f"{g['steps']:,.0f}",
+                f"{100 * g['outcome_final']:.0f} / {100 * g['dense_final']:.0f}",
+                f"{g['reach']} of {g['seeds'][1]}",
+                "yes" if rule(g) else "no",
+            ]
+        )
+    return head, lines, results
+
+
+def ranked(results: dict) -> list[str]:
+    """The scan-passing settings, most biased (b) first, then the smallest (a)."""
+    passing = [(name, g) for name, g in results.items() if scan_pass(g)]
+    return [name for name, g in sorted(passing, key=lambda kv: (kv[1]["b"][0], kv[1]["a"][0]))]
+
+
+# --- RSPO's explorer ----------------------------------------------------------------------------
+def explorer_summary(run) -> dict:
+    """What an RSPO run's explorer did and handed over: its mean and peak rollout success, the winning
+    explorer episodes the learner's updates trained on (``handed``; 0 = captured: the swap gave the
+    learner nothing), the share of replayed groups holding a win, off-policy turns and tokens per
+    update, and the importance weights (mean ratio, mean weight after truncation, fraction truncated)."""
+    rows = [r for r in run.rows if "explorer/success" in r]
+    if not rows:
+        return {}
+
+    def mean(key):
+        values = [r[key] for r in rows if key in r]
+        return statistics.fmean(values) if values else math.nan
+
+    handed = sum(r.get("swap/trained_successes", 0) for r in rows)
+    return {
+        "explorer_success": mean("explorer/success"),
+        "explorer_peak": max(r["explorer/success"] for r in rows),
+        "handed": handed,
+        "captured": handed == 0,
+        "success_group_frac": mean("swap/success_group_frac"),
+        "turns": mean("swap/turns"),
+        "tokens": mean("swap/tokens"),
+        "is_ratio_mean": mean("swap/is_ratio_mean"),
+        "is_weight_mean": mean("swap/is_weight_mean"),
+        "truncated_frac": mean("swap/truncated_frac"),
+    }
+
+
+# --- the claims -----------------------------------------------------------------------------------
+def rspo_runs(root, setting: Setting, algo: str, budget: str) -> list:
+    """The finished RSPO runs of one form (``swap_budget``) at ``setting``."""
+    from rspo.analysis import load_runs
+
+    path = Path(root) / "rspo" / setting.name
+    if not path.is_dir():
+        return []
+    return [
+        r
+        for r in load_runs(path)
+        if r.finished
+        and r.config.algo == algo
+        and r.config.reward == "rspo"
+        and r.config.swap_budget == budget
+        and r.config.iterations == RSPO_ITERATIONS[budget]
+    ]
+
+
+def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
+    """Study 2's claims at ``setting``: per base algorithm and RSPO form, (a) by the gate's statistic,
+    (b) and (c) by study 1's rules (:func:`rspo.claims.decide`: equal steps first, equal iterations
+    beside), and the explorer's capture: runs whose explorer handed the learner no success, and (c)
+    again without them. Returns (head, lines, notes)."""
+    from rspo.claims import decide, fmt
+
+    head = [
+        "algo",
+        "RSPO form",
+        "seeds o/d/r",
+        "(a) outcome slow",
+        "(b) dense biased (equal steps)",
+        "(c) RSPO >= both (equal steps)",
+        "(c) at equal iterations",
+        "explorer captured",
+        "(c) without captured seeds",
+    ]
+    lines, notes = [], []
+    for algo in ("grpo", "ppo", "gigpo"):
+        outcome, dense = setting_runs(root, "confirm" if algo == "grpo" else "rspo", setting, algo)
+        if algo == "grpo":
+            seeds = set(CONFIRM_SEEDS[candidate])
+            outcome = [r for r in outcome if r.config.seed in seeds]
+            dense = [r for r in dense if r.config.seed in seeds]
+        if not outcome or not dense:
+            continue
+        g = gate(outcome, dense, boot)
+        for budget in RSPO_ITERATIONS:
+            runs = rspo_runs(root, setting, algo, budget)
+            if not runs:
+                continue
+            d = decide(outcome, dense, runs, boot, with_a=False)
+            summaries = [explorer_summary(r) for r in runs]
+            captured = [r.config.seed for r, s in zip(runs, summaries, strict=True) if s.get("captured")]
+            kept = [r for r, s in zip(runs, summaries, strict=True) if not s.get("captured")]
+            without = ""
+            if captured and kept:
+                k = decide(outcome, dense, kept, boot, with_a=False)["steps"]
+                without = f"{k['c_verdict']}: vs outcome {fmt(k['c_outcome'], 0, 100)}, vs dense {fmt(k['c_dense'], 0, 100)}"
+            elif not captured:
+                without = "(none captured)"
+            cells = []
+            for view in ("steps", "iterations"):
+                v = d[view]
+                cells.append(
+                    f"{v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}"
+                )
+            a = g["a"]
+            lines.append(
+                [
+                    algo,
+                    budget,
+                    "/".join(map(str, (len(outcome), len(dense), len(runs)))),
+                    f"{g['a_label']}: {a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]",
+                    f"{d['steps']['b_verdict']}: {fmt(d['steps']['b'], 0, 100)} at {d['rspo_steps']:,.0f} steps",
+                    cells[0],
+                    cells[1],
+                    f"{len(captured)} of {len(runs)}"
+                    + (f" (seeds {', '.join(map(str, captured))})" if captured else ""),
+                    without,
+                ]
+            )
+            handed = [s["handed"] for s in summaries]
+            notes.append(
+                f"{algo} {budget}: explorer rollout success {100 * statistics.fmean(s['explorer_success'] for s in summaries):.0f}% "
+                f"(mean over iterations and seeds), winning explorer episodes trained on per run "
+                f"{statistics.fmean(handed):.1f} (min {min(handed)}, max {max(handed)}), replayed groups holding a win "
+                f"{100 * statistics.fmean(s['success_group_frac'] for s in summaries):.0f}%, off-policy tokens per update "
+                f"{statistics.fmean(s['tokens'] for s in summaries):.0f}, mean IS weight "
+                f"{statistics.fmean(s['is_weight_mean'] for s in summaries):.2f}, truncated "
+                f"{100 * statistics.fmean(s['truncated_frac'] for s in summaries):.0f}%"
+            )
+    return head, lines, notes
