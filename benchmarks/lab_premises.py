@@ -19,12 +19,14 @@ each method, ``--boot`` times, percentiles 2.5 and 97.5). Curves are read agains
   rollout success of its last 3 iterations, averaged over seeds). The ratio: the environment steps at
   which the dense learner's mean rollout-success curve first reaches ``s*``, over those at which the
   outcome learner's does (not over the whole budget, which a longer run would inflate). Holds: the
-  interval's upper end is at most 0.5; within noise: the estimate is at most 0.5 but the interval is
-  not; no otherwise. An outcome learner that never succeeds makes P1 empty: it is reported as such.
+  interval's upper end is at most 0.5; no: its lower end is above 0.5; within noise otherwise. An outcome learner that never succeeds makes P1 empty: it is reported as such.
 - **P2, dense misleads (each m).** The dense learner's process return rises (last 3 iterations
   against the first: the interval above 0), and its final greedy test success (``eval/success``)
   is below the outcome learner's (the interval of dense - outcome below 0). Holds at an m when both
-  do; the claim "at m = 0 it does not" holds when the m = 0 interval of dense - outcome is not below 0.
+  do; no when either interval lies wholly on the other side; within noise otherwise.
+
+Every label is one of holds / within noise / no: an interval that straddles its threshold is
+*within noise*, wherever its estimate lies (``rspo.claims.verdict``).
 - **P3, unsampled successes (each m).** Distinct successful trajectories
   (``rollout/distinct_successes``) of the dense learner minus the outcome learner's, at half of
   ``T``: holds when the interval is above 0. The same is printed at ``T``.
@@ -141,10 +143,14 @@ def main() -> None:
 
         e_rise = bootstrap(rise, [dense], args.boot)
         e_gap = bootstrap(gap, [outcome_30, dense], args.boot)
-        p2 = e_rise[1] > 0 and e_gap[2] < 0
+        parts = (
+            verdict(e_rise[1], e_rise[2], e_rise[0], above=0.0),
+            verdict(e_gap[1], e_gap[2], e_gap[0], below=0.0),
+        )
+        p2 = "holds" if parts == ("holds", "holds") else ("no" if "no" in parts else "within noise")
         print(
-            f"  P2 dense process-return rise: {fmt(e_rise)}; final test success dense - outcome: {fmt(e_gap)} "
-            f"-> {'holds' if p2 else ('dense not below outcome' if e_gap[2] >= 0 else 'no rise')}"
+            f"  P2 dense process-return rise: {fmt(e_rise)} ({parts[0]}); final test success dense - outcome: "
+            f"{fmt(e_gap)} ({parts[1]}) -> {p2}"
         )
         t = total_steps(outcome_30)
         for frac in (0.5, 1.0):

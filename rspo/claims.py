@@ -77,10 +77,12 @@ def bootstrap(stat, groups: list[list], boot: int = 2000, seed: int = 0) -> tupl
 def verdict(
     low: float, high: float, est: float, *, above: float | None = None, below: float | None = None
 ) -> str:
-    """holds / within noise / no for an interval that should lie ``above`` or ``below`` a value."""
+    """holds / within noise / no for an interval that should lie ``above`` or ``below`` a value: holds
+    when it does, no when it lies wholly on the other side, within noise when it straddles the value
+    (wherever the estimate falls)."""
     if above is not None:
-        return "holds" if low > above else ("within noise" if est > above else "no")
-    return "holds" if high < below else ("within noise" if est < below else "no")
+        return "holds" if low > above else ("no" if high <= above else "within noise")
+    return "holds" if high < below else ("no" if low >= below else "within noise")
 
 
 def fmt(e: tuple[float, float, float], digits: int = 2, scale: float = 1.0) -> str:

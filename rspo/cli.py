@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import textwrap
@@ -128,6 +129,19 @@ def list_cmd(args: argparse.Namespace, write=print) -> int:
     return 0
 
 
+def _json_object(text: str) -> dict:
+    """A flag's JSON object (``--env-options '{"length": 7}'``), or argparse's one-line error."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON ({err.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"a JSON object is expected, e.g. '{{\"length\": 7}}', got {text!r}")
+    return value
+
+
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per TrainConfig field (``--tasks-per-iter 8``, ``--lora/--no-lora``), help from its comment."""
     import dataclasses
@@ -140,8 +154,8 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
         if f.name == "extra":
             continue
         flag = "--" + f.name.replace("_", "-")
-        kind = {"int": int, "float": float, "str": str, "bool": bool}[str(f.type)]
-        default = f.default
+        kind = {"int": int, "float": float, "str": str, "bool": bool, "dict": _json_object}[str(f.type)]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         named = f"; one of: {', '.join(choices[f.name])}" if f.name in choices else ""
         help_ = f"{docs.get(f.name, '')} (default: {default!r}{named})"
         if kind is bool:
@@ -225,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
               rspo demo
               rspo train --env household --algo gigpo --reward dense --seed 0
               rspo reproduce --profile quick
+              rspo replay results/lab/study2/confirm/L7/detour-grpo-outcome-s20 --iterations 2
               rspo badges --repo OWNER/NAME"""),
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -305,6 +320,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=reproduce)
 
     p = sub.add_parser(
+        "replay",
+        help="re-run an archived run's first iterations and compare every metrics row",
+        description="Re-run the first K iterations of an archived run (its config.json) in a scratch "
+        "folder and compare every metrics row with the archived one, exactly (timings aside). Exit 0 "
+        "when they match; 1 with the first differing value and the fingerprint fields that changed.",
+    )
+    p.add_argument("run", help="the archived run's folder (config.json, metrics.jsonl, fingerprint.json)")
+    p.add_argument("--iterations", type=int, default=2, help="iterations to replay (default: 2)")
+    p.add_argument("--out", default=None, help="where the replay trains (default: a new temporary folder)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="relative tolerance of the comparison (default 0: exact; loosen only for another machine type)",
+    )
+    p.set_defaults(func=replay_cmd)
+
+    p = sub.add_parser(
         "badges",
         help="write Open-in-Colab badges into notebooks/README.md",
         description="Write an Open-in-Colab badge in the Colab column of every notebook row of "
@@ -325,6 +358,14 @@ def reproduce(args: argparse.Namespace, write=print) -> int:
     from rspo import reproduce as job
 
     return job.main(args, write)
+
+
+def replay_cmd(args: argparse.Namespace, write=print) -> int:
+    from rspo.replay import replay
+
+    if not math.isfinite(args.tolerance) or args.tolerance < 0:
+        raise ValueError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
+    return replay(args.run, args.iterations, args.out, args.tolerance, write)
 
 
 def badges(args: argparse.Namespace, write=print) -> int:

@@ -80,7 +80,7 @@ class TrainConfig:
     show_admissible: str = "auto"  # list admissible actions: auto (as warm-started) | yes | no
     max_steps: int = 0  # horizon; 0 -> the environment's default (household 50, shop 15)
     misalignment: float = 0.0  # the environment's process-reward misalignment knob m, 0..1
-    env_options: dict = field(default_factory=dict)  # more constructor options of env (detour: length, ...)
+    env_options: dict = field(default_factory=dict)  # the env's other options (detour: {"length": 7})
     temperature: float = 1.0  # rollout sampling temperature (evaluation is greedy)
     no_signal: str = "keep"  # groups whose returns are all equal: keep | skip (drop from loss) | resample
     resample_tries: int = 2  # no_signal=resample: extra rollouts of fresh tasks per iteration at most

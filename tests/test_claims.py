@@ -42,6 +42,10 @@ def test_verdicts():
     assert lp.verdict(0.6, 0.9, 0.7, below=0.5) == "no"
     assert lp.verdict(1.0, 5.0, 3.0, above=0.0) == "holds"
     assert lp.verdict(-1.0, 5.0, 3.0, above=0.0) == "within noise"
+    # an interval that straddles its threshold is within noise, wherever the estimate lies
+    assert lp.verdict(0.45, 0.9, 0.7, below=0.5) == "within noise"
+    assert lp.verdict(-1.0, 5.0, -0.5, above=0.0) == "within noise"
+    assert lp.verdict(-5.0, -1.0, -3.0, above=0.0) == "no"
 
 
 def test_bootstrap_skips_resamples_where_the_statistic_is_undefined():
