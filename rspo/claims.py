@@ -29,6 +29,8 @@ from pathlib import Path
 
 from rspo.analysis import load_runs
 
+GROUP_RELATIVE = ("grpo", "gigpo", "rloo", "turn_level")  # advantages within a task's group (no critic)
+
 
 def interp(xs: list[float], ys: list[float], x: float) -> float:
     """``ys`` at ``x`` on the piecewise-linear curve through (xs, ys); constant beyond the ends."""
@@ -172,6 +174,42 @@ def decide(outcome: list, dense: list, rspo: list, boot: int = 2000, with_a: boo
     return out
 
 
+def explorer_summary(run) -> dict:
+    """What an RSPO run's explorer did and handed over: its mean and peak rollout success, the winning
+    explorer episodes the learner's updates trained on (``handed``; 0 = captured: the swap gave the
+    learner nothing; for runs logged before ``swap/trained_successes``, the updates that trained replayed
+    turns, for a group-relative learner, and None for a critic's), the share of replayed groups holding a win, off-policy turns and tokens per
+    update, and the importance weights (mean ratio, mean weight after truncation, fraction truncated)."""
+    rows = [r for r in run.rows if "explorer/success" in r]
+    if not rows:
+        return {}
+
+    def mean(key):
+        values = [r[key] for r in rows if key in r]
+        return statistics.fmean(values) if values else math.nan
+
+    if all("swap/trained_successes" in r for r in rows):
+        handed = sum(r["swap/trained_successes"] for r in rows)
+    elif run.config.algo in GROUP_RELATIVE:
+        # logged before swap/trained_successes: a group-relative learner trains a replayed group's
+        # turns only when the group holds a win and a loss, so trained turns mean a handed-over win
+        handed = sum(r.get("swap/turns", 0) > 0 for r in rows)
+    else:  # a critic trains every replayed turn: whether one was a win was not logged
+        handed = None
+    return {
+        "explorer_success": mean("explorer/success"),
+        "explorer_peak": max(r["explorer/success"] for r in rows),
+        "handed": handed,
+        "captured": handed == 0 if handed is not None else None,
+        "success_group_frac": mean("swap/success_group_frac"),
+        "turns": mean("swap/turns"),
+        "tokens": mean("swap/tokens"),
+        "is_ratio_mean": mean("swap/is_ratio_mean"),
+        "is_weight_mean": mean("swap/is_weight_mean"),
+        "truncated_frac": mean("swap/truncated_frac"),
+    }
+
+
 def by_reward(runs) -> dict[tuple, dict[str, list]]:
     """Finished runs grouped by (env, algo, misalignment) and then reward mode (ablations left out:
     only runs whose name is ``<env>-<algo>-<reward>-s<seed>``)."""
@@ -218,6 +256,7 @@ def claims_table(
         "(b) dense biased",
         "(c) RSPO >= both",
         "(c) at equal iterations",
+        "explorer captured",
     ]
     lines = []
     order = {a: i for i, a in enumerate(algos)}
@@ -252,9 +291,32 @@ def claims_table(
                 cells[0][0] + short,
                 cells[0][1],
                 cells[1][1],
+                captured_cell(outcome, dense, rspo, boot),
             ]
         )
     return head, lines
+
+
+def captured_cell(outcome: list, dense: list, rspo: list, boot: int = 2000) -> str:
+    """``k of n`` RSPO runs whose explorer handed the learner no success (:func:`explorer_summary`), with
+    their seeds and (c) at equal steps again without them; ``not logged`` where a run cannot tell (a
+    critic's runs logged before ``swap/trained_successes``)."""
+    flags = [explorer_summary(run).get("captured") for run in rspo]
+    if any(flag is None for flag in flags):
+        return "not logged"
+    captured = [run for run, flag in zip(rspo, flags, strict=True) if flag]
+    kept = [run for run, flag in zip(rspo, flags, strict=True) if not flag]
+    cell = f"{len(captured)} of {len(rspo)}"
+    if not captured:
+        return cell
+    cell += f" (seed {', '.join(str(r.config.seed) for r in captured)})"
+    if kept:
+        v = decide(outcome, dense, kept, boot, with_a=False)["steps"]
+        cell += (
+            f"; (c) without them: {v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, "
+            f"vs dense {fmt(v['c_dense'], 0, 100)}"
+        )
+    return cell
 
 
 def ablation_groups(runs) -> dict[tuple, list]:

@@ -288,11 +288,17 @@ def _train_run(data: dict) -> str:
     return cfg.name
 
 
+def _label(cfg: TrainConfig) -> str:
+    """``folder/name``: grids that train the same run name in several folders (the settings of a scan)
+    stay apart in the terminal."""
+    return f"{Path(cfg.out_dir).name}/{cfg.name}"
+
+
 def _progress(cfg: TrainConfig) -> str:
-    """``name (iteration i/N)`` from the rows a running run has written so far."""
+    """``folder/name (iteration i/N)`` from the rows a running run has written so far."""
     path = cfg.run_dir / "metrics.jsonl"
     rows = path.read_text().count("\n") if path.exists() else 0
-    return f"{cfg.name} (iteration {max(rows - 1, 0)}/{cfg.iterations})"
+    return f"{_label(cfg)} (iteration {max(rows - 1, 0)}/{cfg.iterations})"
 
 
 def training_order(configs) -> list[TrainConfig]:
@@ -359,7 +365,7 @@ def train_runs(configs, workers: int = 2, write=print, every: float = 20.0) -> N
 def _finished_line(run: Run) -> str:
     first, last = run.rows[0], run.rows[-1]
     return (
-        f"{run.config.name:32s} eval success {100 * first['eval/success']:5.1f}% -> "
+        f"{_label(run.config):40s} eval success {100 * first['eval/success']:5.1f}% -> "
         f"{100 * last['eval/success']:5.1f}%"
     )
 

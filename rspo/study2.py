@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rspo.claims import bootstrap, eval_at, final, p1_ratio, total_steps
+from rspo.claims import bootstrap, eval_at, explorer_summary, final, p1_ratio, total_steps
 
 BUDGET = 60  # iterations of an outcome or dense run (8 tasks x 4 copies each)
 RSPO_ITERATIONS = {"extra": 30, "matched": 60}  # extra samples about twice a baseline's steps per iteration
@@ -291,35 +291,6 @@ def ranked(results: dict) -> list[str]:
     return [name for name, g in sorted(passing, key=lambda kv: (kv[1]["b"][0], kv[1]["a"][0]))]
 
 
-# --- RSPO's explorer ----------------------------------------------------------------------------
-def explorer_summary(run) -> dict:
-    """What an RSPO run's explorer did and handed over: its mean and peak rollout success, the winning
-    explorer episodes the learner's updates trained on (``handed``; 0 = captured: the swap gave the
-    learner nothing), the share of replayed groups holding a win, off-policy turns and tokens per
-    update, and the importance weights (mean ratio, mean weight after truncation, fraction truncated)."""
-    rows = [r for r in run.rows if "explorer/success" in r]
-    if not rows:
-        return {}
-
-    def mean(key):
-        values = [r[key] for r in rows if key in r]
-        return statistics.fmean(values) if values else math.nan
-
-    handed = sum(r.get("swap/trained_successes", 0) for r in rows)
-    return {
-        "explorer_success": mean("explorer/success"),
-        "explorer_peak": max(r["explorer/success"] for r in rows),
-        "handed": handed,
-        "captured": handed == 0,
-        "success_group_frac": mean("swap/success_group_frac"),
-        "turns": mean("swap/turns"),
-        "tokens": mean("swap/tokens"),
-        "is_ratio_mean": mean("swap/is_ratio_mean"),
-        "is_weight_mean": mean("swap/is_weight_mean"),
-        "truncated_frac": mean("swap/truncated_frac"),
-    }
-
-
 # --- the claims -----------------------------------------------------------------------------------
 def rspo_runs(root, setting: Setting, algo: str, budget: str) -> list:
     """The finished RSPO runs of one form (``swap_budget``) at ``setting``."""
@@ -342,9 +313,9 @@ def rspo_runs(root, setting: Setting, algo: str, budget: str) -> list:
 def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
     """Study 2's claims at ``setting``: per base algorithm and RSPO form, (a) by the gate's statistic,
     (b) and (c) by study 1's rules (:func:`rspo.claims.decide`: equal steps first, equal iterations
-    beside), and the explorer's capture: runs whose explorer handed the learner no success, and (c)
-    again without them. Returns (head, lines, notes)."""
-    from rspo.claims import decide, fmt
+    beside), and the explorer's capture (:func:`rspo.claims.captured_cell`: runs whose explorer handed the
+    learner no success, and (c) again without them). Returns (head, lines, notes)."""
+    from rspo.claims import captured_cell, decide, fmt
 
     head = [
         "algo",
@@ -355,7 +326,6 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
         "(c) RSPO >= both (equal steps)",
         "(c) at equal iterations",
         "explorer captured",
-        "(c) without captured seeds",
     ]
     lines, notes = [], []
     for algo in ("grpo", "ppo", "gigpo"):
@@ -373,14 +343,6 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
                 continue
             d = decide(outcome, dense, runs, boot, with_a=False)
             summaries = [explorer_summary(r) for r in runs]
-            captured = [r.config.seed for r, s in zip(runs, summaries, strict=True) if s.get("captured")]
-            kept = [r for r, s in zip(runs, summaries, strict=True) if not s.get("captured")]
-            without = ""
-            if captured and kept:
-                k = decide(outcome, dense, kept, boot, with_a=False)["steps"]
-                without = f"{k['c_verdict']}: vs outcome {fmt(k['c_outcome'], 0, 100)}, vs dense {fmt(k['c_dense'], 0, 100)}"
-            elif not captured:
-                without = "(none captured)"
             cells = []
             for view in ("steps", "iterations"):
                 v = d[view]
@@ -397,9 +359,7 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
                     f"{d['steps']['b_verdict']}: {fmt(d['steps']['b'], 0, 100)} at {d['rspo_steps']:,.0f} steps",
                     cells[0],
                     cells[1],
-                    f"{len(captured)} of {len(runs)}"
-                    + (f" (seeds {', '.join(map(str, captured))})" if captured else ""),
-                    without,
+                    captured_cell(outcome, dense, runs, boot),
                 ]
             )
             handed = [s["handed"] for s in summaries]

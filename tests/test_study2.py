@@ -1,0 +1,147 @@
+"""Study 2's registered machinery (rspo.study2, docs/lab/protocol-2.md): the runs each phase trains,
+the premise gate's statistics and labels, and the explorer's capture in the claims."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rspo import claims, study2
+
+
+def _run(reward, seed, successes, evals, steps_per_it=100, algo="grpo", m=0.0, extra_rows=None):
+    """A finished run: rollout success per iteration, greedy success at every other iteration."""
+    from rspo.analysis import Run
+    from rspo.config import TrainConfig
+
+    rows = [{"iteration": 0, "rollout/env_steps": 0, "eval/success": 0.0}]
+    for it, s in enumerate(successes, 1):
+        row = {"iteration": it, "rollout/env_steps": it * steps_per_it, "rollout/success": s}
+        if it in evals:
+            row["eval/success"] = evals[it]
+        row.update((extra_rows or {}).get(it, {}))
+        rows.append(row)
+    cfg = TrainConfig(
+        env="detour", algo=algo, reward=reward, seed=seed, iterations=len(successes), misalignment=m
+    )
+    return Run(None, cfg, rows)
+
+
+def slow_outcome(seed):  # finds its successes late, ends solving
+    return _run("outcome", seed, [0.0] * 6 + [0.3, 0.7, 0.9, 0.95], {6: 0.0, 10: 0.9 + 0.01 * seed})
+
+
+def drifting_dense(seed):  # solves early, then reads the map; its episodes are longer
+    succ = [0.3, 0.8, 0.8, 0.6, 0.4, 0.3, 0.2, 0.2, 0.2, 0.2]
+    return _run("dense", seed, succ, {6: 0.3, 10: 0.1 + 0.01 * seed}, steps_per_it=120, m=0.1)
+
+
+def test_the_gate_passes_a_setting_where_outcome_is_slow_and_dense_is_biased():
+    g = study2.gate([slow_outcome(s) for s in range(5)], [drifting_dense(s) for s in range(5)], boot=300)
+    # equal steps: the smaller mean final steps (outcome's 1,000 against dense's 1,200); dense's
+    # evaluation closest to 1,000 steps is its iteration 10 (1,200) rather than 6 (720)
+    assert g["steps"] == 1000
+    assert g["b"][0] == pytest.approx(0.1 + 0.02 - (0.9 + 0.02)) and g["b_label"] == "yes"
+    assert g["a"][0] < 0.5 and g["a_label"] == "yes"
+    assert g["reach"] == 5 and study2.gate_pass(g) is False  # 5 seeds reaching: under the 8 of 10
+    assert study2.scan_pass(g)
+    ten = study2.gate([slow_outcome(s) for s in range(10)], [drifting_dense(s) for s in range(10)], boot=300)
+    assert study2.gate_pass(ten)
+
+
+def test_a_dense_learner_that_never_reaches_fails_the_scan_and_the_gate():
+    succ = [0.3, 0.2, 0.2, 0.1, 0.2, 0.1, 0.0, 0.0, 0.0, 0.0]  # moving mean at most 0.23: below 25%
+    dense = [_run("dense", s, succ, {6: 0.0, 10: 0.0}, steps_per_it=120, m=0.2) for s in range(3)]
+    g = study2.gate([slow_outcome(s) for s in range(3)], dense, boot=200)
+    assert g["reach"] == 0 and not study2.scan_pass(g) and not study2.gate_pass(g)
+    # the moving mean over 3 iterations, not one lucky iteration
+    assert study2.peak_rollout_success(_run("dense", 0, [0, 0.9, 0, 0, 0], {5: 0.0})) == pytest.approx(0.3)
+
+
+def test_labels_never_call_a_straddling_interval_no():
+    assert study2.a_label(0.4, 0.3, 0.5) == "yes"
+    assert study2.a_label(0.6, 0.45, 0.9) == "within noise"
+    assert study2.a_label(0.7, 0.55, 0.9) == "no"
+    assert study2.a_label(math.nan, math.nan, math.nan) == "n/a"
+    assert study2.b_label(-0.2, -0.3, -0.01) == "yes"
+    assert study2.b_label(-0.2, -0.3, 0.0) == "within noise"
+    assert study2.b_label(0.1, 0.01, 0.2) == "no"
+
+
+def test_ranking_takes_the_most_biased_scan_passing_setting_first():
+    g = {"reach": 3, "a": (0.3, 0.2, 0.4)}
+    results = {
+        "L7-m0.1": {**g, "b": (-0.2, -0.3, 0.0)},
+        "L7-m0.15": {**g, "b": (-0.5, -0.6, -0.4)},
+        "L8-m0.1": {**g, "b": (-0.1, -0.3, 0.0)},  # not biased enough for the scan
+        "L8-m0.2": {**g, "reach": 1, "b": (-0.9, -1, -0.8)},  # its dense learner does not reach
+    }
+    assert study2.ranked(results) == ["L7-m0.15", "L7-m0.1"]
+
+
+def test_each_phase_trains_the_registered_runs(tmp_path):
+    scan = study2.scan_configs(tmp_path, "A")
+    # per seed: one outcome run per length, one dense run per setting
+    assert len(scan) == 3 * (2 + 6) and {c.seed for c in scan} == set(study2.SCAN_SEEDS)
+    outcome = [c for c in scan if c.reward == "outcome"]
+    assert {c.out_dir for c in outcome} == {str(tmp_path / "scan" / "L7"), str(tmp_path / "scan" / "L8")}
+    assert all(c.misalignment == 0 and c.env_options in ({"length": 7}, {"length": 8}) for c in outcome)
+    dense = [c for c in scan if c.reward == "dense" and c.out_dir.endswith("L8-m0.15")]
+    assert [(c.misalignment, c.env_options, c.iterations, c.tasks_per_iter, c.group_size) for c in dense] == [
+        (0.15, {"length": 8}, 60, 8, 4)
+    ] * 3
+    b = study2.find_setting("L7-m0.25-ms1")
+    assert b.env_options() == {"length": 7, "milestones": 1.0} and b.env_options(with_reward=False) == {
+        "length": 7
+    }
+    confirm = study2.confirm_configs(tmp_path, b, candidate=1)
+    assert sorted({c.seed for c in confirm}) == list(range(30, 40)) and len(confirm) == 20
+    runs = study2.rspo_configs(tmp_path, b)
+    forms = {(c.algo, c.reward, c.swap_budget, c.iterations) for c in runs}
+    assert ("grpo", "rspo", "extra", 30) in forms and ("grpo", "rspo", "matched", 60) in forms
+    assert ("ppo", "outcome", "extra", 60) in forms and ("grpo", "outcome", "extra", 60) not in forms
+    assert len(runs) == 10 * 2 + 2 * 5 * 4
+    every = scan + confirm + runs + study2.scan_configs(tmp_path, "B")
+    assert max(c.seed for c in every) < 100  # seeds 100 and above are kept for independent checks
+    with pytest.raises(ValueError, match="protocol 2 registers"):
+        study2.find_setting("L9-m0.1")
+
+
+def _rspo(seed, handed, final):
+    extra = {
+        it: {"explorer/success": 0.5 if handed else 0.0, "swap/trained_successes": handed}
+        for it in range(1, 11)
+    }
+    return _run("rspo", seed, [0.5] * 10, {10: final}, steps_per_it=200, m=0.1, extra_rows=extra)
+
+
+def test_a_captured_explorer_is_counted_and_c_is_read_again_without_it():
+    outcome = [slow_outcome(s) for s in range(4)]
+    dense = [drifting_dense(s) for s in range(4)]
+    runs = [_rspo(s, handed=2, final=1.0) for s in range(3)] + [_rspo(3, handed=0, final=0.0)]
+    assert [claims.explorer_summary(r)["captured"] for r in runs] == [False] * 3 + [True]
+    cell = claims.captured_cell(outcome, dense, runs, boot=200)
+    assert cell.startswith("1 of 4 (seed 3); (c) without them: yes: vs outcome +")
+    assert claims.captured_cell(outcome, dense, runs[:3], boot=200) == "0 of 3"
+    # runs logged before swap/trained_successes: replayed turns tell for a group-relative learner only
+    old = _run(
+        "rspo",
+        0,
+        [0.5] * 3,
+        {3: 0.0},
+        m=0.1,
+        extra_rows={it: {"explorer/success": 0.0, "swap/turns": 0} for it in (1, 2, 3)},
+    )
+    assert claims.explorer_summary(old)["captured"] is True
+    ppo = _run(
+        "rspo",
+        0,
+        [0.5] * 3,
+        {3: 0.0},
+        algo="ppo",
+        m=0.1,
+        extra_rows={it: {"explorer/success": 0.0, "swap/turns": 4} for it in (1, 2, 3)},
+    )
+    assert claims.explorer_summary(ppo)["captured"] is None
+    assert claims.captured_cell(outcome, dense, [ppo], boot=50) == "not logged"
