@@ -5,7 +5,7 @@
 
 ``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (:mod:`rspo.claims` applies its
 rules), over the lab's runs and any folders of finished runs named after it (household and shop:
-``docs/results-cpu/runs``). The premises are read at the protocol's 30 iterations: baselines
+``results/cpu/runs``). The premises are read at the protocol's 30 iterations: baselines
 continued to 60 for the claims' equal-steps view are cut there.
 
 Reads ``<runs>/m<m>/lab/detour-grpo-<reward>-s<seed>/`` (``benchmarks/bench_learning.py --profile lab
@@ -69,7 +69,7 @@ def main() -> None:
         nargs="*",
         metavar="DIR",
         help="also the protocol's claims table (rspo.claims), over --runs and these folders of finished "
-        "runs (e.g. docs/results-cpu/runs for household and shop)",
+        "runs (e.g. results/cpu/runs for household and shop)",
     )
     parser.add_argument(
         "--curves", action="store_true", help="the mean greedy test success at each evaluation"

@@ -17,7 +17,7 @@ import pytest
 from rspo.results import save_results
 
 ROOT = Path(__file__).resolve().parents[1]
-LAB = ROOT / "docs" / "lab" / "runs"
+LAB = ROOT / "results" / "lab" / "study1" / "runs"
 CLAIMS_HEAD = ["env", "m", "algo", "seeds o/d/r", "(a) outcome slow", "(b) dense biased", "(c) RSPO >= both"]
 MARK = "CLAIMS-ROW-FROM-RESULTS-JSON"
 
@@ -47,7 +47,7 @@ def _notebook(path: Path) -> None:
 def out(tmp_path):
     """An output folder as `rspo reproduce --profile quick` leaves it before the report is written."""
     if not LAB.is_dir():
-        pytest.skip("needs the committed lab runs (docs/lab/runs)")
+        pytest.skip("needs the committed lab runs (results/lab/study1/runs)")
     import plotly.graph_objects as go
 
     out = tmp_path / "reproduce-quick"
