@@ -19,7 +19,7 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
 - ``--table-only`` prints the table from what is on disk; ``--diagnose`` adds what the training rows
   say (``rspo.analysis.diagnostics_table``: rollout success, process return, RSPO's explorer and replay);
 - ``--restore`` first puts back the finished runs whose logs were published with a report
-  (``docs/results-cpu/runs/``), so a table filled in parts on different machines goes on where the
+  (``results/cpu/runs/``), so a table filled in parts on different machines goes on where the
   published one stopped;
 - ``--set lr=1e-3 ...`` overrides TrainConfig fields (a sweep: give each setting its own ``--out``).
 
@@ -139,7 +139,7 @@ def main() -> None:
         const="",
         default=None,
         metavar="DIR",
-        help="first restore the run logs published with a report (default: docs/results-<profile>/runs/) "
+        help="first restore the run logs published with a report (default: results/<profile>/runs/) "
         "where no run of that name is; the table then reuses them",
     )
     args = parser.parse_args()

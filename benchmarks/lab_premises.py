@@ -1,12 +1,16 @@
 """RSPO's premises on the credit-assignment lab, from finished runs: P1, P2, P3 with 95% CIs.
 
     python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000] [--claims [DIR ...]]
-        [--curves [--curves-algo ALGO]] [--cost] [--collapses] [--ablations]
+        [--claims-out FILE] [--curves [--curves-algo ALGO]] [--cost] [--collapses] [--ablations]
 
 ``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (:mod:`rspo.claims` applies its
 rules), over the lab's runs and any folders of finished runs named after it (household and shop:
-``docs/results-cpu/runs``). The premises are read at the protocol's 30 iterations: baselines
-continued to 60 for the claims' equal-steps view are cut there.
+``results/cpu/runs``), and writes it as data to ``--claims-out`` (default: ``claims.json`` beside the
+``--runs`` folder; ``-``: none): ``head`` and ``rows`` (strings, as printed), the folders read and the
+command. ``--runs results/lab/study1/runs --claims results/cpu/runs`` writes
+``results/lab/study1/claims.json``, the committed table that ``rspo.report`` shows beside a report's
+own. The premises are read at the protocol's 30 iterations: baselines continued to 60 for the claims'
+equal-steps view are cut there.
 
 Reads ``<runs>/m<m>/lab/detour-grpo-<reward>-s<seed>/`` (``benchmarks/bench_learning.py --profile lab
 --envs detour --algos grpo --set misalignment=<m> --out <runs>/m<m>``): the outcome learner from
@@ -35,6 +39,7 @@ Every label is one of holds / within noise / no: an interval that straddles its 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -69,7 +74,13 @@ def main() -> None:
         nargs="*",
         metavar="DIR",
         help="also the protocol's claims table (rspo.claims), over --runs and these folders of finished "
-        "runs (e.g. docs/results-cpu/runs for household and shop)",
+        "runs (e.g. results/cpu/runs for household and shop)",
+    )
+    parser.add_argument(
+        "--claims-out",
+        default=None,
+        metavar="FILE",
+        help="where --claims writes its table as JSON (default: claims.json beside the --runs folder; - for none)",
     )
     parser.add_argument(
         "--curves", action="store_true", help="the mean greedy test success at each evaluation"
@@ -108,6 +119,12 @@ def main() -> None:
         )
         print(to_markdown(head, lines) if lines else "(no environment has outcome, dense and RSPO runs)")
         print()
+        out = Path(args.claims_out) if args.claims_out else root.parent / "claims.json"
+        if lines and args.claims_out != "-":
+            command = " ".join(["python", "benchmarks/lab_premises.py", *sys.argv[1:]])
+            table = {"command": command, "runs": [args.runs, *args.claims], "boot": args.boot}
+            out.write_text(json.dumps({**table, "head": head, "rows": lines}, indent=1) + "\n")
+            print(f"claims table written to {out}\n")
     groups = by_reward(runs)
     outcome = groups.get(("detour", "grpo", 0.0), {}).get("outcome", [])
     if not outcome:

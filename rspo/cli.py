@@ -305,7 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH.md",
         help="also copy the report there for committing (e.g. docs/results-cpu.md), its PNG figures "
-        "and the logs of its finished runs into a folder beside it (docs/results-cpu/, .../runs/)",
+        "into a folder beside it (docs/results-cpu/) and the logs of its finished runs into the "
+        "results tree beside its folder (results/cpu/runs/)",
     )
     p.add_argument(
         "--restore",
@@ -313,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="DIR",
-        help="first put the run logs published with a report (default: docs/results-<profile>/runs/) "
+        help="first put the run logs published with a report (default: results/<profile>/runs/) "
         "into the profile's runs folder, where no run of that name is: with --finished-only, the "
         "published report is rebuilt from them without training",
     )

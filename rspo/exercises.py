@@ -4,7 +4,7 @@ Each exercise of notebooks 01-05 has a task (a markdown cell), a stub the studen
 that raises ``NotImplementedError``, or a value ``None``) and a checking cell. The checks here compare
 the student's answer with the kit's own code (``rspo.advantages``, ``rspo.rewards``, ``rspo.swap``,
 ``rspo.losses``) on random inputs and on the notebook's real data, or with what the committed lab logs
-say (``docs/lab/premises``):
+say (``results/lab/study1/premises``):
 
 - an untouched stub raises :class:`NotDone` (what to fill in);
 - a wrong answer raises :class:`Wrong`, an ``AssertionError`` whose message shows an input where the
@@ -32,7 +32,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS_DIR = ROOT / "notebooks" / "solutions"
-PREMISES_DIR = ROOT / "docs" / "lab" / "premises"
+PREMISES_DIR = ROOT / "results" / "lab" / "study1" / "premises"
 MODES = ("student", "solutions")
 TOL = 1e-4
 

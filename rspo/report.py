@@ -15,9 +15,9 @@ HTML machinery: :mod:`rspo.report_html`).
 from __future__ import annotations
 
 import html
+import json
 import os
 import platform
-import re
 import time
 from pathlib import Path
 
@@ -188,18 +188,21 @@ def noise_lines(trained: list) -> list[str]:
     return lines
 
 
-def committed_claims(envs: set[str] | None = None) -> str:
-    """The claims table committed in docs/lab/README.md (its rows of ``envs`` only, if given), or ''
-    outside a checkout."""
-    path = ROOT / "docs" / "lab" / "README.md"
+#: the committed runs' claims table, as data: written by ``benchmarks/lab_premises.py --runs
+#: results/lab/study1/runs --claims results/cpu/runs`` from the committed logs
+COMMITTED_CLAIMS = ROOT / "results" / "lab" / "study1" / "claims.json"
+
+
+def committed_claims(envs: set[str] | None = None, path: Path = COMMITTED_CLAIMS) -> str:
+    """The committed runs' claims table (:data:`COMMITTED_CLAIMS`; its rows of ``envs`` only, if
+    given) in Markdown, or '' outside a checkout."""
     if not path.is_file():
         return ""
-    m = re.search(r"<!-- claims -->\n(.*?)<!-- /claims -->", path.read_text(), re.S)
-    if not m:
-        return ""
-    lines = m.group(1).strip().splitlines()
-    rows = [line for line in lines[2:] if not envs or line.split("|")[1].strip() in envs]
-    return "\n".join(lines[:2] + rows) if rows else ""
+    from rspo.analysis import to_markdown
+
+    table = json.loads(path.read_text())
+    rows = [row for row in table["rows"] if not envs or row[0] in envs]
+    return to_markdown(table["head"], rows) if rows else ""
 
 
 def claims_block(results: dict, trained: list, ran: set[str]) -> list[str]:
@@ -237,8 +240,8 @@ def claims_block(results: dict, trained: list, ran: set[str]) -> list[str]:
     committed = committed_claims({r.config.env for r in trained})
     if committed:
         lines += [
-            "For comparison, the committed runs' table (docs/lab/README.md: the lab at 10 seeds for GRPO, "
-            "2 for GiGPO; household and shop from docs/results-cpu at 3):",
+            "For comparison, the committed runs' table (results/lab/study1/claims.json: the lab's study 1 "
+            "at 10 seeds for GRPO, 5 for PPO and GiGPO; household and shop from results/cpu/runs at 3):",
             "",
             committed,
             "",

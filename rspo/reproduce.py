@@ -33,7 +33,7 @@ notebook; a real engine's adapter has no offline warm start and needs a profile 
 (``rspo reproduce --profile gpu --env alfworld``).
 
 ``--publish docs/results-cpu.md`` also copies the report there for committing, with its PNG figures in
-``docs/results-cpu/`` (:func:`publish_report`).
+``docs/results-cpu/`` and the logs of its finished runs in ``results/cpu/runs/`` (:func:`publish_report`).
 """
 
 from __future__ import annotations
@@ -330,14 +330,23 @@ def reproduce(
     return report
 
 
+def published_runs(dest: str | Path) -> Path:
+    """Where the run logs of a report published at ``dest`` go: ``results/<name>/runs/`` in the
+    ``results/`` folder beside the report's folder, ``<name>`` the report's file name without its
+    ``results-`` prefix (``docs/results-cpu.md`` -> ``results/cpu/runs/``, the folder
+    :func:`restore_published` reads by default)."""
+    dest = Path(dest)
+    return dest.parent.parent / "results" / dest.stem.removeprefix("results-") / "runs"
+
+
 def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None = None) -> Path:
     """Copy ``report`` (a ``report.md`` written by :func:`write_report`) to ``dest`` (e.g.
     ``docs/results-cpu.md``) for committing: its PNG figures go to a folder beside it named after it
-    (``docs/results-cpu/``) and the links follow them; HTML figures (several MB each, plotly.js
-    embedded) and the executed notebooks stay behind, named without a link. ``runs``: the runs folder
-    the report was made from; the logs of its finished runs go to ``docs/results-cpu/runs/``
-    (:func:`rspo.analysis.archive_runs`), from which ``--restore`` rebuilds them on another machine.
-    Returns ``dest``."""
+    (``docs/results-cpu/``, the report's pictures) and the links follow them; HTML figures (several MB
+    each, plotly.js embedded) and the executed notebooks stay behind, named without a link. ``runs``:
+    the runs folder the report was made from; the logs of its finished runs go to the results tree,
+    ``results/cpu/runs/`` (:func:`published_runs`, :func:`rspo.analysis.archive_runs`), from which
+    ``--restore`` rebuilds them on another machine. Returns ``dest``."""
     import re
     import shutil
 
@@ -369,17 +378,17 @@ def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None
     if runs is not None:
         from rspo.analysis import archive_runs
 
-        archive_runs(runs, assets / "runs")
+        archive_runs(runs, published_runs(dest))
     return dest
 
 
 def restore_published(profile: str, archive: str, where: Path, write=print) -> list[str]:
     """``--restore [DIR]`` of ``rspo reproduce`` and ``bench_learning``: the run logs in ``archive``
-    (empty: those published with the profile's report, ``docs/results-<profile>/runs/``) put back
+    (empty: those published with the profile's report, ``results/<profile>/runs/``) put back
     under ``where`` (:func:`rspo.analysis.restore_runs`)."""
     from rspo.analysis import restore_runs
 
-    archive = Path(archive) if archive else ROOT / "docs" / f"results-{profile}" / "runs"
+    archive = Path(archive) if archive else ROOT / "results" / profile / "runs"
     restored = restore_runs(archive, where)
     write(f"restored {len(restored)} finished runs from {archive} into {where}")
     return restored
@@ -407,5 +416,5 @@ def main(args, write=print) -> int:
         return 2
     if getattr(args, "publish", None):
         published = publish_report(report, args.publish, runs=runs_dir(args.profile, report.parent))
-        write(f"published: {published} (run logs in {published.with_suffix('')}/runs/)")
+        write(f"published: {published} (run logs in {published_runs(published)}/)")
     return 0

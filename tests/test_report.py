@@ -17,7 +17,7 @@ import pytest
 from rspo.results import save_results
 
 ROOT = Path(__file__).resolve().parents[1]
-LAB = ROOT / "docs" / "lab" / "runs"
+LAB = ROOT / "results" / "lab" / "study1" / "runs"
 CLAIMS_HEAD = ["env", "m", "algo", "seeds o/d/r", "(a) outcome slow", "(b) dense biased", "(c) RSPO >= both"]
 MARK = "CLAIMS-ROW-FROM-RESULTS-JSON"
 
@@ -47,7 +47,7 @@ def _notebook(path: Path) -> None:
 def out(tmp_path):
     """An output folder as `rspo reproduce --profile quick` leaves it before the report is written."""
     if not LAB.is_dir():
-        pytest.skip("needs the committed lab runs (docs/lab/runs)")
+        pytest.skip("needs the committed lab runs (results/lab/study1/runs)")
     import plotly.graph_objects as go
 
     out = tmp_path / "reproduce-quick"
@@ -100,7 +100,7 @@ def test_the_report_opens_with_a_header_the_story_and_the_claims(out):
         assert text.index(MARK) < text.index(h.format("Results")) < text.index(h.format("Figures"))
     assert html.index(MARK) < html.index('class="plot"')
     assert "notebook 05, from `results.json`" in md
-    # the committed runs' claims (docs/lab/README.md) beside it, this profile's environment only
+    # the committed runs' claims (results/lab/study1/claims.json) beside it, this profile's environment only
     assert "| detour | 0.1 | grpo | 10/10/10 |" in md and "| household |" not in md
 
 
@@ -141,3 +141,51 @@ def test_the_results_caption_says_one_seed_when_there_is_one():
     assert "One seed per row" in one and "mean ± std" not in one.lower()
     assert "Mean ± std over 3 seeds" in seed_caption([{"seeds": 3}])
     assert "a row with one seed" in seed_caption([{"seeds": 1}, {"seeds": 2}])
+
+
+# --- the committed claims table: a data file, rebuilt from the committed logs --------------------------
+CLAIMS_JSON = ROOT / "results" / "lab" / "study1" / "claims.json"
+
+
+def test_the_committed_claims_come_from_the_data_file_not_the_prose(tmp_path):
+    from rspo.report import COMMITTED_CLAIMS, committed_claims
+
+    assert COMMITTED_CLAIMS == CLAIMS_JSON
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps({"head": ["env", "m"], "rows": [["detour", "0"], ["shop", "0"]]}))
+    assert committed_claims(path=path) == "| env | m |\n|---|---|\n| detour | 0 |\n| shop | 0 |"
+    assert committed_claims({"shop"}, path=path) == "| env | m |\n|---|---|\n| shop | 0 |"
+    assert committed_claims({"household"}, path=path) == ""
+    assert committed_claims(path=tmp_path / "none.json") == ""  # outside a checkout
+
+
+def test_the_lab_readme_shows_the_committed_claims_table():
+    """docs/lab/README.md's table between ``<!-- claims -->`` markers is a copy of the data file (the
+    report reads the file); the two must not drift apart."""
+    import re
+
+    from rspo.report import committed_claims
+
+    readme = ROOT / "docs" / "lab" / "README.md"
+    if not CLAIMS_JSON.is_file() or not readme.is_file():
+        pytest.skip("needs a checkout (results/lab/study1/claims.json, docs/lab/README.md)")
+    m = re.search(r"<!-- claims -->\n(.*?)<!-- /claims -->", readme.read_text(), re.S)
+    assert m and m.group(1).strip() == committed_claims()
+
+
+@pytest.mark.slow
+def test_the_committed_claims_file_is_what_lab_premises_writes_from_the_committed_logs(tmp_path):
+    """``benchmarks/lab_premises.py --claims`` (its documented command) rebuilds the committed file
+    exactly from the committed logs (about 10 s: it reads every lab run)."""
+    import subprocess
+    import sys
+
+    if not (LAB.is_dir() and CLAIMS_JSON.is_file()):
+        pytest.skip("needs the committed lab runs (results/lab/study1/runs)")
+    out = tmp_path / "claims.json"
+    cmd = [sys.executable, "benchmarks/lab_premises.py", "--runs", "results/lab/study1/runs"]
+    cmd += ["--claims", "results/cpu/runs", "--claims-out", str(out)]
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    committed, again = json.loads(CLAIMS_JSON.read_text()), json.loads(out.read_text())
+    assert again["runs"] == committed["runs"] and again["boot"] == committed["boot"]
+    assert (again["head"], again["rows"]) == (committed["head"], committed["rows"])

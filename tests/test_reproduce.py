@@ -1,6 +1,6 @@
 """rspo.reproduce: ``rspo reproduce --finished-only`` (notebooks 03-05 over the runs already finished, a
-partial report) and ``--publish`` (a report copied for committing under docs/, with its PNG figures, and
-``--restore``). The report's own content: tests/test_report.py; a real (smoke) reproduce:
+partial report) and ``--publish`` (a report copied for committing under docs/, with its PNG figures, its
+run logs under results/, and ``--restore``). The report's own content: tests/test_report.py; a real (smoke) reproduce:
 tests/test_notebooks.py."""
 
 from __future__ import annotations
@@ -163,10 +163,12 @@ def test_published_run_logs_rebuild_the_runs_folder_with_restore(tmp_path, monke
     report = _report(tmp_path)
     fake_run(report.parent / "runs", 0, 0.5)  # the quick profile's runs live in <out>/runs
     dest = publish_report(report, tmp_path / "docs" / "results-cpu.md", runs=report.parent / "runs")
-    archive = dest.with_suffix("") / "runs"
+    # the figures stay with the report in docs/; the logs go to the results tree beside it
+    archive = tmp_path / "results" / "cpu" / "runs"
     assert (archive / fake_name(0) / "metrics.jsonl").is_file() and (
         dest.parent / "results-cpu" / "curves.png"
     ).exists()
+    assert not (dest.parent / "results-cpu" / "runs").exists()
 
     out = tmp_path / "again"
     monkeypatch.setattr(job, "reproduce", lambda *a, **k: _report(tmp_path / "fresh"))  # no notebooks run
@@ -177,9 +179,24 @@ def test_published_run_logs_rebuild_the_runs_folder_with_restore(tmp_path, monke
     assert lines[0].startswith("restored 1 finished runs")
 
 
+def test_published_logs_go_where_restore_reads_them_by_default():
+    """``--publish docs/results-<profile>.md`` archives into ``results/<profile>/runs/``, the folder a
+    bare ``--restore`` reads; the cpu report's logs are committed there."""
+    from pathlib import Path
+
+    from rspo.reproduce import ROOT, published_runs
+
+    for profile in ("cpu", "quick", "gpu"):
+        assert published_runs(ROOT / "docs" / f"results-{profile}.md") == ROOT / "results" / profile / "runs"
+    assert published_runs("docs/results-cpu.md") == Path("results/cpu/runs")
+    assert published_runs("docs/results-study.md") == Path("results/study/runs")
+    if (ROOT / "docs" / "results-cpu.md").is_file():  # a checkout, not an installed package
+        assert len(list((ROOT / "results" / "cpu" / "runs").glob("*/metrics.jsonl"))) >= 54
+
+
 def test_published_run_logs_are_not_ignored_by_git():
     """The archive is only worth something if it is committed: ``runs/`` (training output) is ignored,
-    ``docs/results-<profile>/runs/`` must not be (an earlier .gitignore swallowed it silently)."""
+    ``results/<profile>/runs/`` must not be (an earlier .gitignore swallowed it silently)."""
     import shutil
     import subprocess
     from pathlib import Path
@@ -193,9 +210,10 @@ def test_published_run_logs_are_not_ignored_by_git():
 
     assert ignored("runs/bench-learning/cpu/household-grpo-rspo-s0/metrics.jsonl")
     for profile in ("cpu", "quick", "gpu"):
-        assert not ignored(f"docs/results-{profile}/runs/household-grpo-rspo-s0/metrics.jsonl")
-        assert not ignored(f"docs/results-{profile}/runs/initial-household.json")
-    assert not ignored("docs/misalignment-m1/runs/household-grpo-dense-s0/config.json")
+        assert not ignored(f"results/{profile}/runs/household-grpo-rspo-s0/metrics.jsonl")
+        assert not ignored(f"results/{profile}/runs/initial-household.json")
+    assert not ignored("results/misalignment-m1/runs/household-grpo-dense-s0/config.json")
+    assert not ignored("results/lab/study1/runs/m0/detour-grpo-outcome-s0/metrics.jsonl")
 
 
 def test_publish_names_a_notebook_page_without_the_figure_note(tmp_path):

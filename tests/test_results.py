@@ -11,7 +11,7 @@ import pytest
 from rspo.results import jsonable, load_results, run_numbers, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
-LAB = ROOT / "docs" / "lab" / "runs"
+LAB = ROOT / "results" / "lab" / "study1" / "runs"
 
 
 def test_save_results_merges_per_notebook_and_needs_a_folder(tmp_path):
@@ -37,7 +37,7 @@ def test_jsonable_and_run_numbers():
     assert jsonable(value) == {"1": [0.5, 2.0, None], "p": "/x", "a": [0, 1]}
     runs = [r for r in load_runs(LAB / "m0.1") if r.config.name == "detour-grpo-rspo-s0"]
     if not runs:
-        pytest.skip("needs the committed lab runs (docs/lab/runs)")
+        pytest.skip("needs the committed lab runs (results/lab/study1/runs)")
     (n,) = run_numbers(runs)
     assert n["name"] == "detour-grpo-rspo-s0" and n["reward"] == "rspo" and n["misalignment"] == 0.1
     assert n["finished"] and n["iterations"] == runs[0].config.iterations

@@ -1,12 +1,12 @@
 """Solutions to notebook 05's exercises (the code that fills each stub): the two answers, computed
-from the committed premise runs of the lab (docs/lab/premises)."""
+from the committed premise runs of the lab (results/lab/study1/premises)."""
 
 import statistics
 from pathlib import Path
 
 from rspo.claims import by_reward, curve, cut, final, interp, lab_runs, total_steps
 
-PREMISES = Path(__file__).resolve().parents[2] / "docs" / "lab" / "premises"
+PREMISES = Path(__file__).resolve().parents[2] / "results" / "lab" / "study1" / "premises"
 
 
 def gaps(root=PREMISES):

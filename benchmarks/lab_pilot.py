@@ -1,6 +1,6 @@
 """One pilot run of the credit-assignment lab (``detour``), as docs/lab/README.md reports them.
 
-    python docs/lab/pilot_run.py --reward outcome|dense [--m 0.0] [--it 24] [--seed 0] [--tasks 8]
+    python benchmarks/lab_pilot.py --reward outcome|dense [--m 0.0] [--it 24] [--seed 0] [--tasks 8]
         [--group 8] [--lr 1e-3] [--out runs/lab-pilot]
 
 GRPO from the lab's warm start (built once, about 1.5 minutes), 8 tasks x 8 copies per iteration
@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from rspo.config import TrainConfig
-from rspo.trainer import Trainer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rspo.config import TrainConfig  # noqa: E402
+from rspo.trainer import Trainer  # noqa: E402
 
 
 def main() -> None:
