@@ -6,6 +6,7 @@
     python benchmarks/lab_study2.py gate --phase confirm --setting L7-m0.15
     python benchmarks/lab_study2.py train --phase rspo --setting L7-m0.15
     python benchmarks/lab_study2.py claims --setting L7-m0.15
+    python benchmarks/lab_study2.py archive --phase scan --root runs/lab-study2 [--to results/lab/study2]
 
 Runs train several at a time (``--workers``, default 2: one thread each on a 2-core machine). Safe
 in parallel: each run writes only its own folder (``<root>/<phase>/<setting>/<run>/``, with its
@@ -69,6 +70,10 @@ def gate(args) -> None:
     head, lines, results = study2.gate_table(args.root, args.phase, settings, args.boot)
     print(f"premise gate, phase {args.phase} ({rule}); 95% bootstrap intervals, {args.boot}x\n")
     print(to_markdown(head, lines) if lines else "(no setting has finished outcome and dense runs)")
+    head, lines = study2.behaviour_table(args.root, args.phase, settings)
+    if lines:
+        print("\nwhat the runs did (means over seeds; % rollout / % greedy test success):\n")
+        print(to_markdown(head, lines))
     if args.phase == "scan" and results:
         order = study2.ranked(results)
         print("\nscan-passing settings, in the protocol's order: " + (", ".join(order) if order else "none"))
@@ -83,6 +88,37 @@ def claims(args) -> None:
         print(note)
 
 
+def archive(args) -> None:
+    """Copy the finished runs of a phase (every file but checkpoints and locks) into ``--to``, keeping the
+    ``<phase>/<setting>/<run>/`` layout; a file already there with other bytes is an error."""
+    import filecmp
+    import shutil
+
+    from rspo.analysis import load_run
+
+    src = args.root / args.phase
+    copied = same = 0
+    for config in sorted(src.glob("*/*/config.json")):
+        run_dir = config.parent
+        if not load_run(run_dir).finished:
+            print(f"  skipped {run_dir.relative_to(args.root)}: not finished")
+            continue
+        for path in sorted(run_dir.parent.glob("initial-*.json")) + sorted(run_dir.rglob("*")):
+            rel = path.relative_to(args.root)
+            if not path.is_file() or "checkpoint" in rel.parts or path.name.endswith(".lock"):
+                continue
+            dest = args.to / rel
+            if dest.exists():
+                if not filecmp.cmp(path, dest, shallow=False):
+                    raise SystemExit(f"{dest} exists with other contents: archive refuses to overwrite it")
+                same += 1
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+            copied += 1
+    print(f"archived phase {args.phase} into {args.to}: {copied} files copied, {same} already there")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -90,7 +126,7 @@ def main(argv=None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, fn in (("train", train), ("gate", gate), ("claims", claims)):
+    for name, fn in (("train", train), ("gate", gate), ("claims", claims), ("archive", archive)):
         p = sub.add_parser(name)
         p.set_defaults(fn=fn)
         p.add_argument(
@@ -102,12 +138,14 @@ def main(argv=None) -> None:
         p.add_argument(
             "--candidate", type=int, default=0, choices=(0, 1), help="0: first confirmation seeds, 1: second"
         )
+        if name == "archive":
+            p.add_argument("--to", type=Path, default=ROOT / "results" / "lab" / "study2", help="the archive")
         if name != "claims":
             p.add_argument("--phase", choices=("scan", "confirm", "rspo"), required=True)
             p.add_argument("--stage", choices=tuple(study2.STAGES), default="A")
         if name == "train":
             p.add_argument("--workers", type=int, default=2, help="runs at a time, each in its own process")
-        else:
+        elif name != "archive":
             p.add_argument("--boot", type=int, default=2000)
     args = parser.parse_args(argv)
     if getattr(args, "phase", "scan") != "scan" and not args.setting:

@@ -274,7 +274,7 @@ def gate_table(root, phase: str, settings, boot: int = 2000) -> tuple[list[str],
             [
                 setting.name,
                 f"{g['seeds'][0]}/{g['seeds'][1]}",
-                f"{g['a_label']}: {a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]",
+                f"{g['a_label']}: {ratio(a[0])} [{ratio(a[1])}, {ratio(a[2])}]",
                 f"{g['b_label']}: {100 * b[0]:+.0f} [{100 * b[1]:+.0f}, {100 * b[2]:+.0f}]",
                 f"{g['steps']:,.0f}",
                 f"{100 * g['outcome_final']:.0f} / {100 * g['dense_final']:.0f}",
@@ -283,6 +283,46 @@ def gate_table(root, phase: str, settings, boot: int = 2000) -> tuple[list[str],
             ]
         )
     return head, lines, results
+
+
+def behaviour_table(root, phase: str, settings) -> tuple[list[str], list[list[str]]]:
+    """What the gate's runs did, for reading its verdicts: per outcome folder and dense setting, the
+    mean over seeds of rollout success and greedy test success at a few iterations, the dense runs'
+    peak rollout success (its 3-iteration moving mean), and the last iteration's process return and
+    episode length."""
+    points = (6, 12, 24, 42, 60)
+    head = ["runs", "seeds"] + [f"rollout / greedy it {it}" for it in points]
+    head += ["peak rollout", "final process return", "final episode length"]
+    lines, seen = [], set()
+    for setting in settings:
+        outcome, dense = setting_runs(root, phase, setting)
+        for label, runs in (
+            (f"{setting.observation_name} outcome", outcome),
+            (f"{setting.name} dense", dense),
+        ):
+            if not runs or label in seen:
+                continue
+            seen.add(label)
+
+            def at(it, key, runs=runs):
+                values = [r[key] for run in runs for r in run.rows if r.get("iteration") == it and key in r]
+                return f"{100 * statistics.fmean(values):.0f}" if len(values) == len(runs) else "-"
+
+            cells = [f"{at(it, 'rollout/success')} / {at(it, 'eval/success')}" for it in points]
+            lines.append(
+                [label, str(len(runs)), *cells]
+                + [
+                    f"{100 * statistics.fmean(peak_rollout_success(r) for r in runs):.0f}",
+                    f"{statistics.fmean(final(r, 'rollout/process_return') for r in runs):.2f}",
+                    f"{statistics.fmean(final(r, 'rollout/episode_len') for r in runs):.1f}",
+                ]
+            )
+    return head, lines
+
+
+def ratio(value: float) -> str:
+    """(a)'s ratio for a table: ``never`` where dense's mean curve never reaches outcome's level."""
+    return "never" if math.isinf(value) else ("n/a" if math.isnan(value) else f"{value:.2f}")
 
 
 def ranked(results: dict) -> list[str]:
@@ -355,7 +395,7 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
                     algo,
                     budget,
                     "/".join(map(str, (len(outcome), len(dense), len(runs)))),
-                    f"{g['a_label']}: {a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]",
+                    f"{g['a_label']}: {ratio(a[0])} [{ratio(a[1])}, {ratio(a[2])}]",
                     f"{d['steps']['b_verdict']}: {fmt(d['steps']['b'], 0, 100)} at {d['rspo_steps']:,.0f} steps",
                     cells[0],
                     cells[1],

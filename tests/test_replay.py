@@ -66,3 +66,19 @@ def test_a_run_replays_exactly_and_a_tampered_row_is_named(tmp_path, capsys):
     assert main(["replay", str(cfg.run_dir), "--iterations", "9"]) == 2
     err = capsys.readouterr().err
     assert "exists" in err and "not a run folder" in err and "--iterations must be" in err
+
+
+ARCHIVED = "results/lab/study2/scan/L7/detour-grpo-outcome-s10"
+
+
+@pytest.mark.slow
+def test_an_archived_study2_run_replays_exactly(tmp_path, capsys):
+    """CI replays the first 2 iterations of one archived study-2 run from a clean clone (issue 30): the
+    7-room lab's warm start is built here from the recipe (about 1.5 minutes), then trained again."""
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[1] / ARCHIVED
+    assert (run / "fingerprint.json").is_file(), f"{run}: the archived run is missing"
+    assert main(["replay", str(run), "--iterations", "2", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "replay matches: iterations 0-2 of detour-grpo-outcome-s10" in out and "equal exactly" in out
