@@ -281,16 +281,18 @@ def _merge_identical(series: list[dict]) -> list[dict]:
 
 
 def learning_curves(
-    runs, key: str = "eval/success", x: str = "iteration", title: str | None = None
+    runs, key: str = "eval/success", x: str = "iteration", title: str | None = None, group=None
 ) -> go.Figure:
     """Mean ± 1 std over seeds of ``key`` for each (env, algo, reward) group of
-    :class:`rspo.analysis.Run` s, against ``x`` = ``"iteration"`` or ``"env_steps"``; a band where
-    there are several seeds. Values of a ``*success`` key are shown in %. Each legend entry says over
-    how many seeds its curve is; groups with identical curves share one line and one entry."""
+    :class:`rspo.analysis.Run` s (or each ``group(run)``: a name), against ``x`` = ``"iteration"`` or
+    ``"env_steps"``; a band where there are several seeds. Values of a ``*success`` key are shown in %.
+    Each legend entry says over how many seeds its curve is; groups with identical curves share one
+    line and one entry."""
     groups: dict[str, list] = {}
     for run in runs:
         cfg = run.config
-        groups.setdefault(f"{cfg.env} {cfg.algo} {cfg.reward}", []).append(run)
+        name = group(run) if group else f"{cfg.env} {cfg.algo} {cfg.reward}"
+        groups.setdefault(name, []).append(run)
     scale = 100.0 if key.endswith("success") else 1.0
     series = []
     for name, members in sorted(groups.items()):

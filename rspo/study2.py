@@ -413,3 +413,54 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
                 f"{100 * statistics.fmean(s['truncated_frac'] for s in summaries):.0f}%"
             )
     return head, lines, notes
+
+
+# --- what the study found, in words computed from its numbers ----------------------------------------
+def scan_results(root, boot: int = 2000) -> dict[str, dict]:
+    """Per stage with runs in ``<root>/scan``: ``{setting name: gate dict}``."""
+    out = {}
+    for name, stage in STAGES.items():
+        _, _, results = gate_table(root, "scan", stage.settings, boot)
+        if results:
+            out[name] = results
+    return out
+
+
+def finding(root, boot: int = 2000) -> list[str]:
+    """Sentences on the scan and the confirmations in ``root``, each computed from the gate's numbers:
+    per stage, how many settings pass the scan's rule and which part of it each failing one misses."""
+    lines = []
+    scans = scan_results(root, boot)
+    for stage, results in scans.items():
+        passing = ranked(results)
+        fails_a = [n for n, g in results.items() if math.isnan(g["a"][0]) or g["a"][0] > 0.5]
+        fails_b = [n for n, g in results.items() if g["b"][0] > SCAN_B_MARGIN]
+        fails_r = [n for n, g in results.items() if g["reach"] < SCAN_REACH]
+        lines.append(
+            f"Scan stage {stage}: {len(passing)} of {len(results)} settings pass the scan's rule"
+            + (f" ({', '.join(passing)})" if passing else "")
+            + f"; (a)'s estimate is above 0.5 (or dense never reaches outcome's level) at {len(fails_a)}, "
+            f"(b)'s estimate is above {100 * SCAN_B_MARGIN:+.0f} points at {len(fails_b)}, and the dense "
+            f"learner reaches {REACH:.0%} rollout success on fewer than {SCAN_REACH} of 3 seeds at {len(fails_r)}."
+        )
+        never = [n for n in fails_r if results[n]["reach"] == 0]
+        if never:
+            lines.append(
+                f"  At {', '.join(never)} no dense seed reaches {REACH:.0%}: a reward that misleads the dense "
+                "learner from its first iterations leaves an explorer trained on it nothing to hand over."
+            )
+    confirm = Path(root) / "confirm"
+    if confirm.is_dir():
+        for folder in sorted(p.name for p in confirm.iterdir() if p.is_dir() and "-m" in p.name):
+            _, _, results = gate_table(root, "confirm", [find_setting(folder)], boot)
+            for name, g in results.items():
+                lines.append(
+                    f"Confirmation of {name} ({g['seeds'][1]} seeds): (a) {g['a_label']}, (b) {g['b_label']}, "
+                    f"dense reaches {REACH:.0%} on {g['reach']} of {g['seeds'][1]}: the gate "
+                    + ("passes." if gate_pass(g) else "fails.")
+                )
+    if scans and not any(ranked(r) for r in scans.values()) and len(scans) == len(STAGES):
+        lines.append(
+            "No registered setting passes the scan, so by protocol 2 no RSPO run is made in study 2."
+        )
+    return lines
