@@ -55,6 +55,10 @@ def test_a_dense_learner_that_never_reaches_fails_the_scan_and_the_gate():
     dense = [_run("dense", s, succ, {6: 0.0, 10: 0.0}, steps_per_it=120, m=0.2) for s in range(3)]
     g = study2.gate([slow_outcome(s) for s in range(3)], dense, boot=200)
     assert g["reach"] == 0 and not study2.scan_pass(g) and not study2.gate_pass(g)
+    # the threshold is 25% of the moving mean: a peak of 0.3 reaches, one of 0.2 does not
+    near = [0.3] * 3 + [0.0] * 7
+    just = [_run("dense", 0, near, {10: 0.0}, m=0.2), _run("dense", 1, [0.2] * 10, {10: 0.0}, m=0.2)]
+    assert study2.gate([slow_outcome(s) for s in range(2)], just, boot=50)["reach"] == 1
     # the moving mean over 3 iterations, not one lucky iteration
     assert study2.peak_rollout_success(_run("dense", 0, [0, 0.9, 0, 0, 0], {5: 0.0})) == pytest.approx(0.3)
 
