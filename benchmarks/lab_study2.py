@@ -6,6 +6,7 @@
     python benchmarks/lab_study2.py gate --phase confirm --setting L7-m0.15
     python benchmarks/lab_study2.py train --phase rspo --setting L7-m0.15
     python benchmarks/lab_study2.py claims --setting L7-m0.15
+    python benchmarks/lab_study2.py summary --root results/lab/study2     # the README's bullets
     python benchmarks/lab_study2.py archive --phase scan --root runs/lab-study2 [--to results/lab/study2]
 
 Runs train several at a time (``--workers``, default 2: one thread each on a 2-core machine). Safe
@@ -88,6 +89,11 @@ def claims(args) -> None:
         print(note)
 
 
+def summary(args) -> None:
+    """What the study found so far, as the README's bullets (computed from the archive's numbers)."""
+    print(study2.finding_markdown(args.root, args.boot), end="")
+
+
 def archive(args) -> None:
     """Copy the finished runs of a phase (every file but checkpoints and locks) into ``--to``, keeping the
     ``<phase>/<setting>/<run>/`` layout; a file already there with other bytes is an error."""
@@ -126,7 +132,13 @@ def main(argv=None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, fn in (("train", train), ("gate", gate), ("claims", claims), ("archive", archive)):
+    for name, fn in (
+        ("train", train),
+        ("gate", gate),
+        ("claims", claims),
+        ("archive", archive),
+        ("summary", summary),
+    ):
         p = sub.add_parser(name)
         p.set_defaults(fn=fn)
         p.add_argument(
@@ -140,7 +152,7 @@ def main(argv=None) -> None:
         )
         if name == "archive":
             p.add_argument("--to", type=Path, default=ROOT / "results" / "lab" / "study2", help="the archive")
-        if name != "claims":
+        if name not in ("claims", "summary"):
             p.add_argument("--phase", choices=("scan", "confirm", "rspo"), required=True)
             p.add_argument("--stage", choices=tuple(study2.STAGES), default="A")
         if name == "train":

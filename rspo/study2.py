@@ -438,7 +438,17 @@ def finding(root, boot: int = 2000) -> list[str]:
         fails_r = [n for n, g in results.items() if g["reach"] < SCAN_REACH]
         lines.append(
             f"Scan stage {stage}: {len(passing)} of {len(results)} settings pass the scan's rule"
-            + (f" ({', '.join(passing)})" if passing else "")
+            + (
+                " ("
+                + "; ".join(
+                    f"{n}: (a) {ratio(results[n]['a'][0])}, (b) {100 * results[n]['b'][0]:+.0f} points, "
+                    f"dense reaches {REACH:.0%} on {results[n]['reach']} of {results[n]['seeds'][1]}"
+                    for n in passing
+                )
+                + ")"
+                if passing
+                else ""
+            )
             + f"; (a)'s estimate is above 0.5 (or dense never reaches outcome's level) at {len(fails_a)}, "
             f"(b)'s estimate is above {100 * SCAN_B_MARGIN:+.0f} points at {len(fails_b)}, and the dense "
             f"learner reaches {REACH:.0%} rollout success on fewer than {SCAN_REACH} of 3 seeds at {len(fails_r)}."
@@ -464,3 +474,13 @@ def finding(root, boot: int = 2000) -> list[str]:
             "No registered setting passes the scan, so by protocol 2 no RSPO run is made in study 2."
         )
     return lines
+
+
+def finding_markdown(root, boot: int = 2000) -> str:
+    """:func:`finding` as Markdown bullets: the block the README shows between ``<!-- study2 -->``
+    markers (a test keeps the copy equal to this)."""
+    lines = finding(root, boot)
+    out = []
+    for line in lines:
+        out.append(("  " + line.strip()) if line.startswith("  ") else f"- {line}")
+    return "\n".join(out) + "\n"

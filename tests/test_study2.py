@@ -149,3 +149,21 @@ def test_a_captured_explorer_is_counted_and_c_is_read_again_without_it():
     )
     assert claims.explorer_summary(ppo)["captured"] is None
     assert claims.captured_cell(outcome, dense, [ppo], boot=50) == "not logged"
+
+
+def test_the_readmes_study2_block_is_the_summary_of_the_archive():
+    """README.md's study-2 bullets (between <!-- study2 --> markers) are what `lab_study2.py summary`
+    computes from the archived runs: no hand-written number."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    archive = root / "results" / "lab" / "study2"
+    if not archive.is_dir():
+        pytest.skip("needs a checkout (results/lab/study2)")
+    block = re.search(r"<!-- study2 -->\n(.*?)<!-- /study2 -->", (root / "README.md").read_text(), re.S)
+    assert block, "README.md has no <!-- study2 --> block"
+    assert block.group(1) == study2.finding_markdown(archive), (
+        "README.md's study-2 block differs from `python benchmarks/lab_study2.py summary --root "
+        "results/lab/study2`: paste its output again"
+    )
