@@ -54,7 +54,11 @@ def train(args) -> None:
         "(warm starts of new settings are built first: about 2-4 minutes each on 2 idle cores)",
         flush=True,
     )
-    train_runs(configs, workers=args.workers, write=lambda line: print(line, flush=True))
+    # GRPO's runs first (the protocol's 10 seeds), then PPO's and GiGPO's: a phase cut short has whole
+    # algorithms, not a few seeds of each
+    for algo in dict.fromkeys(cfg.algo for cfg in configs):
+        todo = [cfg for cfg in configs if cfg.algo == algo]
+        train_runs(todo, workers=args.workers, write=lambda line: print(line, flush=True))
     print(f"phase {args.phase}: every run finished ({time.perf_counter() - t0:.0f} s)", flush=True)
 
 
