@@ -164,7 +164,7 @@ def main(argv=None) -> None:
         elif name != "archive":
             p.add_argument("--boot", type=int, default=2000)
     args = parser.parse_args(argv)
-    if getattr(args, "phase", "scan") != "scan" and not args.setting:
+    if args.command in ("train", "gate") and args.phase != "scan" and not args.setting:
         parser.error(f"--phase {args.phase} needs --setting (protocol 2 names them)")
     if args.command == "claims" and not args.setting:
         parser.error("claims needs --setting")

@@ -465,9 +465,12 @@ def finding(root, boot: int = 2000) -> list[str]:
             _, _, results = gate_table(root, "confirm", [find_setting(folder)], boot)
             for name, g in results.items():
                 lines.append(
-                    f"Confirmation of {name} ({g['seeds'][1]} seeds): (a) {g['a_label']}, (b) {g['b_label']}, "
+                    f"Confirmation of {name} ({g['seeds'][1]} seeds): (a) {g['a_label']}: "
+                    f"{ratio(g['a'][0])} [{ratio(g['a'][1])}, {ratio(g['a'][2])}] of outcome's steps, "
+                    f"(b) {g['b_label']}: {100 * g['b'][0]:+.0f} [{100 * g['b'][1]:+.0f}, {100 * g['b'][2]:+.0f}] "
+                    "points at equal steps, "
                     f"dense reaches {REACH:.0%} on {g['reach']} of {g['seeds'][1]}: the gate "
-                    + ("passes." if gate_pass(g) else "fails.")
+                    + (f"passes: {name} is the chosen setting." if gate_pass(g) else "fails.")
                 )
     if scans and not any(ranked(r) for r in scans.values()) and len(scans) == len(STAGES):
         lines.append(
