@@ -324,10 +324,23 @@ def train_runs(configs, workers: int = 2, write=print, every: float = 20.0) -> N
     if not todo:
         return
     if workers <= 1 or len(todo) == 1:
+        import threading
+
         for k, cfg in enumerate(todo, 1):
-            write(f"[{k}/{len(todo)}] training {cfg.name} ...")
-            t0 = time.perf_counter()
-            run = ensure_run(cfg)
+            write(f"[{k}/{len(todo)}] training {_label(cfg)} ...")
+            t0, stop = time.perf_counter(), threading.Event()
+
+            def beat(cfg=cfg, t0=t0, stop=stop):  # a line every `every` s: a run takes minutes
+                while not stop.wait(every):
+                    write(f"  {time.perf_counter() - t0:.0f} s: running {_progress(cfg)}")
+
+            thread = threading.Thread(target=beat, daemon=True)
+            thread.start()
+            try:
+                run = ensure_run(cfg)
+            finally:
+                stop.set()
+                thread.join()
             write(f"[{k}/{len(todo)}] {_finished_line(run)} in {time.perf_counter() - t0:.0f} s")
         return
     for cfg in {(c.out_dir, c.env): c for c in todo if not (c.run_dir / "config.json").exists()}.values():

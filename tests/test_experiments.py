@@ -194,3 +194,23 @@ def test_training_order_takes_each_seeds_rspo_runs_first_and_keeps_the_rest_in_o
         (0, "dense"),
     ]
     assert training_order([]) == []
+
+
+def test_one_worker_says_what_runs_while_a_run_trains(tmp_path, monkeypatch):
+    """train_runs with one worker writes a line every `every` seconds while a run trains (a run takes
+    minutes: a terminal silent that long looks hung), then the run's finished line."""
+    import time
+
+    from rspo import experiments
+    from rspo.analysis import Run
+
+    cfg = experiments.run_config("smoke", "detour", "grpo", "outcome", 0, tmp_path)
+    rows = [{"iteration": 0, "eval/success": 0.0}, {"iteration": 2, "eval/success": 0.5}]
+    monkeypatch.setattr(experiments, "finished_run", lambda c: None)
+    monkeypatch.setattr(experiments, "ensure_run", lambda c: time.sleep(0.35) or Run(None, c, rows))
+    lines = []
+    experiments.train_runs([cfg], workers=1, write=lines.append, every=0.1)
+    assert lines[0] == f"[1/1] training {tmp_path.name}/{cfg.name} ..."
+    beats = [line for line in lines[1:-1] if "s: running" in line]
+    assert len(beats) >= 2 and all(f"{tmp_path.name}/{cfg.name} (iteration 0/2)" in b for b in beats)
+    assert lines[-1].startswith(f"[1/1] {tmp_path.name}/{cfg.name}") and "50.0%" in lines[-1]
