@@ -205,6 +205,15 @@ EVAL_KEYS = (
 EVAL_KEYS_IF_SET = ("task_pool", "env_options")
 
 
+def probe_config(cfg: TrainConfig) -> TrainConfig:
+    """The config :func:`initial_eval` evaluates the starting policy under: ``cfg``'s settings as an
+    outcome run of GRPO (the RSPO-only fields back to their defaults, which an outcome run requires)."""
+    rspo_only = {"swap_budget": TrainConfig.swap_budget, "swap_variant": TrainConfig.swap_variant}
+    return TrainConfig(
+        **{**cfg.to_dict(), **rspo_only, "algo": "grpo", "reward": "outcome", "name": "initial-eval"}
+    )
+
+
 def initial_eval(cfg: TrainConfig) -> dict:
     """The starting policy's greedy evaluation under ``cfg``'s evaluation settings, computed once per
     ``out_dir`` and cached in ``<out_dir>/initial-<env>.json``: every run of a grid starts from the same
@@ -213,7 +222,7 @@ def initial_eval(cfg: TrainConfig) -> dict:
 
     from rspo.trainer import Trainer, load_policy, resolve_device
 
-    probe = TrainConfig(**{**cfg.to_dict(), "algo": "grpo", "reward": "outcome", "name": "initial-eval"})
+    probe = probe_config(cfg)
     policy = load_policy(probe, resolve_device(probe)[0])  # only the policy: a cache hit needs no trainer
     # the weights are part of the key: another machine can build the "same" warm start with other
     # floats (10.2% vs 7.8% household success have been seen), and a restored cache must not stand in

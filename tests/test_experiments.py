@@ -214,3 +214,15 @@ def test_one_worker_says_what_runs_while_a_run_trains(tmp_path, monkeypatch):
     beats = [line for line in lines[1:-1] if "s: running" in line]
     assert len(beats) >= 2 and all(f"{tmp_path.name}/{cfg.name} (iteration 0/2)" in b for b in beats)
     assert lines[-1].startswith(f"[1/1] {tmp_path.name}/{cfg.name}") and "50.0%" in lines[-1]
+
+
+def test_the_initial_evaluation_of_any_run_is_an_outcome_grpo_probe():
+    """Every run's config gives a valid probe, RSPO's budget-matched form too (its swap_budget alone
+    would be an error on an outcome run), with the evaluation settings unchanged."""
+    from rspo import study2
+    from rspo.experiments import EVAL_KEYS, probe_config
+
+    for cfg in study2.rspo_configs("runs/x", study2.find_setting("L7-m0.15-ms1")):
+        probe = probe_config(cfg)
+        assert (probe.algo, probe.reward, probe.swap_budget) == ("grpo", "outcome", "extra")
+        assert all(getattr(probe, k) == getattr(cfg, k) for k in EVAL_KEYS + ("env_options",))
