@@ -108,12 +108,15 @@ def archive(args) -> None:
 
     src = args.root / args.phase
     copied = same = 0
+    folders = set()
     for config in sorted(src.glob("*/*/config.json")):
         run_dir = config.parent
         if not load_run(run_dir).finished:
             print(f"  skipped {run_dir.relative_to(args.root)}: not finished")
             continue
-        for path in sorted(run_dir.parent.glob("initial-*.json")) + sorted(run_dir.rglob("*")):
+        shared = [] if run_dir.parent in folders else sorted(run_dir.parent.glob("initial-*.json"))
+        folders.add(run_dir.parent)
+        for path in shared + sorted(run_dir.rglob("*")):
             rel = path.relative_to(args.root)
             if not path.is_file() or "checkpoint" in rel.parts or path.name.endswith(".lock"):
                 continue

@@ -123,6 +123,11 @@ def p1_ratio(outcome, dense) -> float:
     return first_reach(dense, "rollout/success", target, grid) / t_outcome
 
 
+def c_cell(v: dict) -> str:
+    """(c)'s verdict with its two differences in points, from one view of :func:`decide`."""
+    return f"{v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}"
+
+
 def _mean_diff(a: list[float], b: list[float]) -> float:
     return statistics.fmean(a) - statistics.fmean(b)
 
@@ -272,8 +277,7 @@ def claims_table(
             cells.append(
                 (
                     f"{v['b_verdict']}: {fmt(v['b'], 0, 100)}",
-                    f"{v['c_verdict']}: vs outcome "
-                    f"{fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}",
+                    c_cell(v),
                 )
             )
         short = (
@@ -312,10 +316,7 @@ def captured_cell(outcome: list, dense: list, rspo: list, boot: int = 2000) -> s
     cell += f" (seed {', '.join(str(r.config.seed) for r in captured)})"
     if kept:
         v = decide(outcome, dense, kept, boot, with_a=False)["steps"]
-        cell += (
-            f"; (c) without them: {v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, "
-            f"vs dense {fmt(v['c_dense'], 0, 100)}"
-        )
+        cell += f"; (c) without them: {c_cell(v)}"
     return cell
 
 
@@ -356,7 +357,7 @@ def ablation_table(runs, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
             continue
         d = decide(outcome, dense, variant, boot, with_a=False)
         v = d["steps"]
-        c = f"{v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}"
+        c = c_cell(v)
         vs_rspo = ""
         if rspo:
             last_it = variant[0].rows[-1]["iteration"]

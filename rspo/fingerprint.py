@@ -121,15 +121,16 @@ def record(run_dir: Path, fingerprint: dict, resumed_at: int | None = None) -> N
         data = fingerprint
     else:
         data = read(run_dir)
-        if data is None or not differences(_base(data), fingerprint):
+        if data is None or not differences(base(data), fingerprint):
             return
         data.setdefault("resumed", []).append({"iteration": resumed_at, **fingerprint})
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def _base(data: dict) -> dict:
-    return {k: v for k, v in data.items() if k != "resumed"}
+def base(data: dict | None) -> dict:
+    """A run's fingerprint as it started: without the records of resumes made under another."""
+    return {k: v for k, v in (data or {}).items() if k != "resumed"}
 
 
 def read(run_dir: Path) -> dict | None:

@@ -93,7 +93,7 @@ def replay(run_dir, iterations: int, out_dir=None, tolerance: float = 0.0, write
 
     trainer = Trainer(cfg)
     now = trainer.fingerprint
-    changed = fingerprint.differences(_comparable(before), _comparable(now)) if before else None
+    changed = fingerprint.differences(fingerprint.base(before), now) if before else None
     if before is None:
         write("  the archived run has no fingerprint.json (made before fingerprints were recorded)")
     elif before.get("start", {}).get("weights") != now.get("start", {}).get("weights"):
@@ -125,8 +125,3 @@ def replay(run_dir, iterations: int, out_dir=None, tolerance: float = 0.0, write
             "  the fingerprint is the same (commit, packages, machine, weights): the archived row was changed"
         )
     return 1
-
-
-def _comparable(data: dict | None) -> dict:
-    """A fingerprint without its resume records and with the commit's dirty flag kept (it matters)."""
-    return {k: v for k, v in (data or {}).items() if k != "resumed"}

@@ -228,24 +228,26 @@ def gate_pass(g: dict) -> bool:
     return g["a_label"] == "yes" and g["b_label"] == "yes" and g["reach"] >= CONFIRM_REACH
 
 
-def setting_runs(root, phase: str, setting: Setting, algo: str = "grpo") -> tuple[list, list]:
-    """The finished outcome and dense runs of ``setting`` in ``<root>/<phase>/`` (of ``algo``)."""
+def finished_runs(folder: Path, **fields) -> list:
+    """The finished runs in ``folder`` whose config has every one of ``fields`` (none: no folder)."""
     from rspo.analysis import load_runs
 
-    def runs(folder: str, reward: str) -> list:
-        path = Path(root) / phase / folder
-        if not path.is_dir():
-            return []
-        return [
-            r
-            for r in load_runs(path)
-            if r.finished
-            and r.config.algo == algo
-            and r.config.reward == reward
-            and r.config.iterations == BUDGET
-        ]
+    if not folder.is_dir():
+        return []
+    return [
+        r
+        for r in load_runs(folder)
+        if r.finished and all(getattr(r.config, k) == v for k, v in fields.items())
+    ]
 
-    return runs(setting.observation_name, "outcome"), runs(setting.name, "dense")
+
+def setting_runs(root, phase: str, setting: Setting, algo: str = "grpo") -> tuple[list, list]:
+    """The finished outcome and dense runs of ``setting`` in ``<root>/<phase>/`` (of ``algo``)."""
+    folder = Path(root) / phase
+    return tuple(
+        finished_runs(folder / name, algo=algo, reward=reward, iterations=BUDGET)
+        for name, reward in ((setting.observation_name, "outcome"), (setting.name, "dense"))
+    )
 
 
 def gate_table(root, phase: str, settings, boot: int = 2000) -> tuple[list[str], list[list[str]], dict]:
@@ -334,20 +336,13 @@ def ranked(results: dict) -> list[str]:
 # --- the claims -----------------------------------------------------------------------------------
 def rspo_runs(root, setting: Setting, algo: str, budget: str) -> list:
     """The finished RSPO runs of one form (``swap_budget``) at ``setting``."""
-    from rspo.analysis import load_runs
-
-    path = Path(root) / "rspo" / setting.name
-    if not path.is_dir():
-        return []
-    return [
-        r
-        for r in load_runs(path)
-        if r.finished
-        and r.config.algo == algo
-        and r.config.reward == "rspo"
-        and r.config.swap_budget == budget
-        and r.config.iterations == RSPO_ITERATIONS[budget]
-    ]
+    return finished_runs(
+        Path(root) / "rspo" / setting.name,
+        algo=algo,
+        reward="rspo",
+        swap_budget=budget,
+        iterations=RSPO_ITERATIONS[budget],
+    )
 
 
 def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
@@ -355,7 +350,7 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
     (b) and (c) by study 1's rules (:func:`rspo.claims.decide`: equal steps first, equal iterations
     beside), and the explorer's capture (:func:`rspo.claims.captured_cell`: runs whose explorer handed the
     learner no success, and (c) again without them). Returns (head, lines, notes)."""
-    from rspo.claims import captured_cell, decide, fmt
+    from rspo.claims import c_cell, captured_cell, decide, fmt
 
     head = [
         "algo",
@@ -383,12 +378,7 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
                 continue
             d = decide(outcome, dense, runs, boot, with_a=False)
             summaries = [explorer_summary(r) for r in runs]
-            cells = []
-            for view in ("steps", "iterations"):
-                v = d[view]
-                cells.append(
-                    f"{v['c_verdict']}: vs outcome {fmt(v['c_outcome'], 0, 100)}, vs dense {fmt(v['c_dense'], 0, 100)}"
-                )
+            cells = [c_cell(d[view]) for view in ("steps", "iterations")]
             a = g["a"]
             lines.append(
                 [

@@ -189,7 +189,8 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
     proximal = [prox[i] for i in off]
     stats = {"swap/turns": len(off), "swap/is_ratio_mean": 0.0, "swap/is_ratio_max": 0.0}
     stats.update({"swap/truncated_frac": 0.0, "swap/tokens": 0, "swap/is_weight_mean": 0.0})
-    stats.update(handover_stats(episodes, [i in set(off) for i in range(len(turns))]))
+    trained = set(off)
+    stats.update(handover_stats(episodes, [i in trained for i in range(len(turns))]))
     if not off:
         return batch, stats
     width = max(len(p) for p in proximal)

@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from contextlib import nullcontext
@@ -140,12 +141,7 @@ class Trainer:
         self.run_dir = cfg.run_dir
         torch.manual_seed(_derive(cfg.seed, STREAM_INIT))
         self.policy = policy if policy is not None else load_policy(cfg, self.device)
-        from rspo.fingerprint import run_fingerprint
-
-        # what the run starts from and runs under, before a checkpoint replaces the weights
-        self.fingerprint = (
-            run_fingerprint(cfg, self.policy, warm_start=policy is None) if self.dist.main else {}
-        )
+        self.policy_given = policy is not None
         self.show_admissible = resolve_show_admissible(cfg)
         self.params = [p for p in self.policy.trainable_parameters()]
         self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -174,6 +170,17 @@ class Trainer:
                 self.explorer_params, lr=cfg.lr, weight_decay=cfg.weight_decay
             )
             self.buffer = ReplayBuffer(cfg.buffer_groups, cfg.buffer_max_age)
+
+    @functools.cached_property
+    def fingerprint(self) -> dict:
+        """What the run starts from and runs under (:mod:`rspo.fingerprint`; {} off the main process):
+        taken on first use, which :meth:`run` makes before a checkpoint replaces the weights; a trainer
+        that only evaluates never pays for it."""
+        from rspo.fingerprint import run_fingerprint
+
+        return (
+            run_fingerprint(self.cfg, self.policy, warm_start=not self.policy_given) if self.dist.main else {}
+        )
 
     # --- the pieces of one iteration ------------------------------------------------------------
     def autocast(self):
@@ -440,8 +447,9 @@ class Trainer:
         if main:
             from rspo.fingerprint import record
 
+            started = self.fingerprint  # before prepare_run_dir loads a checkpoint's weights
             prepare_run_dir(self)
-            record(self.run_dir, self.fingerprint, resumed_at=self.iteration if cfg.resume else None)
+            record(self.run_dir, started, resumed_at=self.iteration if cfg.resume else None)
         self.dist.barrier()
         if not main and cfg.resume:
             self.load_checkpoint()
