@@ -215,6 +215,92 @@ def explorer_summary(run) -> dict:
     }
 
 
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def _learned(run, level: float) -> str:
+    """When the run's own rollouts first reached ``level`` and where its greedy test success went."""
+    from rspo.analysis import steps_to_level
+
+    steps = steps_to_level(run, level)
+    total = run.rows[-1].get("rollout/env_steps", 0)
+    evals = [r["eval/success"] for r in run.rows if "eval/success" in r]
+    reached = (
+        f"its own rollouts first won {_pct(level)} of episodes (a 3-iteration mean) after {steps:,} "
+        f"environment steps"
+        if steps is not None
+        else f"its own rollouts never won {_pct(level)} of episodes in its {total:,} environment steps"
+    )
+    peak = max(evals)
+    tail = f" (its peak: {_pct(peak)})" if peak - evals[-1] >= 0.1 else ""
+    return f"{reached}; its greedy test success went from {_pct(evals[0])} to {_pct(evals[-1])}{tail}"
+
+
+def run_story(runs: dict, level: float = 0.25) -> list[str]:
+    """Sentences that say what each of one seed's runs did (``runs``: reward mode -> finished run), every
+    number and every word of direction computed from the runs' logs: what notebook 00 prints under its
+    figure. RSPO's sentences say what its explorer handed over, and why a learner can sit at 0 while its
+    explorer wins."""
+    names = {"outcome": "The outcome learner", "dense": "The dense learner", "rspo": "RSPO's learner"}
+    lines = []
+    for reward, run in runs.items():
+        line = f"{names.get(reward, reward)}: {_learned(run, level)}."
+        if reward == "dense":
+            process = [r["rollout/process_return"] for r in run.rows if "rollout/process_return" in r]
+            if len(process) > 1:
+                moved = (
+                    "rose" if process[-1] > process[0] else "fell" if process[-1] < process[0] else "stayed"
+                )
+                line += (
+                    f" Its process return per episode (what the dense reward pays) {moved} from "
+                    f"{process[0]:.2f} to {process[-1]:.2f}."
+                )
+        lines.append(line)
+        if reward != "rspo":
+            continue
+        summary = explorer_summary(run)
+        if not summary:
+            continue
+        rows = [r for r in run.rows if "explorer/success" in r]
+        offered = sum(r.get("swap/successes", 0) for r in rows)
+        explorer = (
+            f"Its explorer, paid the dense reward, won {_pct(summary['explorer_success'])} of its episodes "
+            f"on average (peak {_pct(summary['explorer_peak'])}) and offered {offered:,} winning episodes"
+        )
+        if summary["handed"] == 0:
+            explorer += (
+                "; the learner's updates trained on none of them (the explorer handed over nothing): the "
+                "learner learned from its own outcome rewards only, as GRPO does."
+            )
+        elif summary["handed"] is not None:
+            explorer += (
+                f"; the learner's updates trained on {summary['handed']:,} of them, relabelled with the "
+                f"outcome reward (mean importance weight after truncation "
+                f"{summary['is_weight_mean']:.2f})."
+            )
+        else:
+            explorer += "."
+        lines.append(explorer)
+        zero = 0
+        for r in rows:
+            if r.get("rollout/success", 0) > 0:
+                break
+            zero += 1
+        won_meanwhile = max((r["explorer/success"] for r in rows[:zero]), default=0.0)
+        if zero >= 2 and won_meanwhile > 0:
+            lines.append(
+                f"For its first {zero} iterations the learner's own rollouts won nothing while its explorer "
+                f"already won up to {_pct(won_meanwhile)}: a group-relative learner learns from a group "
+                "only when it holds a win and a loss, so until its own samples win, only the explorer's "
+                "replayed episodes move it."
+                if run.config.algo in GROUP_RELATIVE
+                else f"For its first {zero} iterations the learner's own rollouts won nothing while its "
+                f"explorer already won up to {_pct(won_meanwhile)}."
+            )
+    return lines
+
+
 def by_reward(runs) -> dict[tuple, dict[str, list]]:
     """Finished runs grouped by (env, algo, misalignment) and then reward mode (ablations left out:
     only runs whose name is ``<env>-<algo>-<reward>-s<seed>``)."""

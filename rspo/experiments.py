@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # per profile, settings for every environment ("common") on top of TrainConfig's, and each
 # environment's own on top of those - from its registry entry (rspo.envs.registry, EnvSpec.profiles)
 PROFILE_COMMON: dict[str, dict] = {
-    # the whole story at small scale (make reproduce): the lab at the protocol's settings and its
-    # misaligned m = 0.1 (docs/lab/protocol.md), where dense first finds successes faster and then
-    # drifts to farming; household and shop at toy scale for the notebooks' env parameter
+    # the whole story at small scale (make reproduce): the lab at study 2's chosen setting
+    # (rspo.envs.registry.QUICK_LAB), where outcome is slow and dense is biased; household and shop at
+    # toy scale for the notebooks' env parameter
     "quick": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
     # the CPU table: at most 15 minutes per run on a 2-core machine, two runs at a time. Sized by the
     # slowest combination, PPO + RSPO in household (two policies, PPO trains every turn): no KL term
@@ -81,7 +81,9 @@ def run_config(
     if profile not in PROFILE_COMMON:
         raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILE_COMMON)}")
     spec = ENVS.get(env)  # an unknown env: TrainConfig names the choices
-    settings = {**PROFILE_COMMON[profile], **(spec.profiles.get(profile, {}) if spec else {}), **overrides}
+    base = {**PROFILE_COMMON[profile], **(spec.profiles.get(profile, {}) if spec else {})}
+    by_reward = base.pop("by_reward", {})  # settings of one reward mode only (e.g. RSPO's swap_budget)
+    settings = {**base, **by_reward.get(reward, {}), **overrides}
     iterations = settings.get("iterations", TrainConfig.iterations)
     settings.setdefault("eval_every", iterations)
     settings.setdefault("checkpoint_every", max(1, iterations // 8))
@@ -133,7 +135,8 @@ CPU_ABLATIONS = SWAP_VARIANTS + [
 # the lab's ablation rows (docs/lab/protocol.md, "Ablations"): the same list, on GRPO at m = 0.1
 LAB_ABLATIONS = CPU_ABLATIONS
 PROFILES: dict[str, dict[str, dict]] = {
-    # the lab (detour) at m = 0.1 on GRPO, two seeds: outcome slow, dense biased, where RSPO ends
+    # the lab (detour) at study 2's chosen setting on GRPO, two seeds: outcome slow, dense biased,
+    # where RSPO ends
     "quick": {
         "*": {
             "profile": "quick",
@@ -178,8 +181,8 @@ SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
 # the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
 TABLE_NOTEBOOK = "05_analysis"
 PROFILE_NOTES = {
-    "quick": "the credit-assignment lab (detour, m = 0.1) on GRPO, two seeds: outcome slow, dense biased, "
-    "where RSPO ends (about 15 minutes at most on 2 cores)",
+    "quick": "the credit-assignment lab at study 2's chosen setting (detour, 7 rooms, m = 0.15) on GRPO, "
+    "two seeds: outcome slow, dense biased, where RSPO ends",
     "smoke": "the quick profile's notebooks at 2 training iterations: a check of the pipeline, no result "
     "(the test suite runs it)",
     "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",

@@ -339,7 +339,8 @@ def learning_curves(
         title=title or key,
         xaxis_title="environment steps" if x == "env_steps" else "iteration",
         yaxis_title=METRIC_TITLES.get(key, f"{key} (%)" if key.endswith("success") else key),
-        legend_title_text="mean over seeds, band ± 1 std",
+        # a band is drawn only over several seeds: one seed's curve is its values, not a mean
+        legend_title_text="mean over seeds, band ± 1 std" if any(any(s["std"]) for s in series) else "",
         showlegend=True,  # also for a single line: its entry names the curves it stands for
     )
     if key.endswith("success"):

@@ -37,16 +37,18 @@ RECONSTRUCTION_NOTE = (
 # what each profile is, in words (the numbers of the run follow it in the report)
 STORIES = {
     "quick": (
-        "The quick profile is the kit's **credit-assignment lab** (docs/lab/): the `detour` environment, a "
-        "passage of six rooms whose gates open with the right mechanism and a chest in the last room, at "
-        "misalignment **m = 0.1**: the process reward also pays for reading a map in the first room, "
-        "again and again. It looks like progress and is a detour. GRPO trains three learners from the "
-        "same warm start, **seeds 0 and 1**: on the outcome reward only, on the dense reward (outcome + "
-        "process), and with RSPO (an explorer paid the dense reward, whose episodes the learner sees "
-        "with the outcome reward only). What to look for: (a) the dense learner's rollout success rises "
-        "before the outcome learner's; (b) at m = 0.1 the dense learner drifts to the map - its process "
-        "return keeps rising while its test success stalls or falls; (c) RSPO's learner is not misled "
-        "and ends at least as high as both."
+        "The quick profile is the kit's **credit-assignment lab** (docs/lab/) at study 2's chosen setting "
+        "(docs/lab/protocol-2.md): the `detour` environment, a passage of **seven rooms** whose gates "
+        "open with the right mechanism and a chest in the last room. The process reward pays each gate "
+        "opened (1.0) and, at misalignment **m = 0.15**, also pays for reading a map in the first room, "
+        "again and again: it looks like progress and is a detour. GRPO trains three learners from the "
+        "same warm start, **seeds 0 and 1**, 60 iterations each: on the outcome reward only, on the "
+        "dense reward (outcome + process), and with RSPO in its budget-matched form (an explorer paid "
+        "the dense reward on half of each iteration's tasks, whose episodes the learner sees with the "
+        "outcome reward only; so all three sample the same environment steps per iteration). The "
+        "questions, which the claims table below decides from the runs by the protocol's rule: (a) is "
+        "the outcome learner slow, (b) is the dense learner misled, (c) does RSPO end above both? "
+        "Study 2's premise gate found (a) and (b) at this setting over 10 seeds; two seeds decide little."
     ),
     "smoke": (
         "The smoke profile runs the quick profile's notebooks (the `detour` lab, GRPO, seeds 0 and 1) at "

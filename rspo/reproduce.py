@@ -149,8 +149,8 @@ def _failure(path: Path, output: Path, err: Exception) -> NotebookFailed:
     return NotebookFailed(f"notebook {path.name} failed{where}: {ename}: {evalue} (executed copy: {output})")
 
 
-# minutes to build each warm start on an idle 2-core machine (measured: detour 58 s from a fresh clone;
-# household and shop about 4 minutes)
+# minutes to build each warm start on an idle 2-core machine (measured: detour 58 s from a fresh clone,
+# 73 s at the quick profile's 7 rooms; household and shop about 4 minutes)
 WARM_START_MINUTES = {"detour": 1, "household": 4, "shop": 4}
 
 
@@ -158,21 +158,24 @@ def ensure_warm_starts(profile: str, write=print, env: str | None = None) -> Non
     """Build the warm-started default policies the profile's notebooks load (``env``: only its), here,
     with the warm start's progress bar in the terminal - not silently inside the first notebook
     (minutes on a fresh cache)."""
-    from rspo.experiments import TRAIN_PROFILES
-    from rspo.sft import build_default, default_policy_path
+    from rspo.experiments import TRAIN_PROFILES, run_config
+    from rspo.sft import build_default, default_config, default_policy_path
 
     settings = PROFILES.get(profile, {}).get("*", {})
     if TRAIN_PROFILES.get(settings.get("profile", ""), {}).get("common", {}).get("model"):
         return  # a named model: nothing to warm-start
     for name in [env] if env else settings.get("envs", []):
-        path = default_policy_path(name)
+        # the warm start of the profile's environment options (the quick lab's 7 rooms), the runs' own
+        options = run_config(settings.get("profile", profile), name, "grpo", "outcome", 0, ".").env_options
+        config = default_config(name, options)
+        path = default_policy_path(name, config)
         if not path.is_dir():
             write(
                 f"building the warm-started default {name} policy once (about {WARM_START_MINUTES.get(name, 4)} "
                 f"min on an idle 2-core machine, several times that on a busy one; cached in {path.parent}) ..."
             )
             t0 = time.perf_counter()
-            build_default(name)
+            build_default(name, config)
             write(f"warm start of {name} built in {time.perf_counter() - t0:.0f} s")
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from rspo.claims import bootstrap, eval_at, explorer_summary, final, p1_ratio, total_steps
 
+# the committed archive of study 2's runs (results/lab/study2/<phase>/<setting>/<run>/)
+ARCHIVE = Path(__file__).resolve().parents[1] / "results" / "lab" / "study2"
 BUDGET = 60  # iterations of an outcome or dense run (8 tasks x 4 copies each)
 RSPO_ITERATIONS = {"extra": 30, "matched": 60}  # extra samples about twice a baseline's steps per iteration
 SCAN_SEEDS = (10, 11, 12)
@@ -86,6 +88,11 @@ STAGES = {
     # learner is led further toward the chest before the map's pay wins
     "B": Stage("B", [Setting(length, m, milestones=1.0) for length in (7, 8) for m in (0.15, 0.25)]),
 }
+
+
+# the setting the confirmation chose (docs/lab/protocol-2.md, committed before any RSPO run on it);
+# the quick profile's lab is this setting (rspo.envs.registry.QUICK_LAB)
+CHOSEN = "L7-m0.15-ms1"
 
 
 def find_setting(name: str) -> Setting:
@@ -239,6 +246,41 @@ def finished_runs(folder: Path, **fields) -> list:
         for r in load_runs(folder)
         if r.finished and all(getattr(r.config, k) == v for k, v in fields.items())
     ]
+
+
+# TrainConfig fields that name, place or report a run without changing its numbers
+NOT_SETTINGS = ("seed", "name", "out_dir", "resume", "progress", "extra", "checkpoint_every")
+
+
+def same_settings(a, b) -> bool:
+    """Whether two TrainConfigs train the same way (every field but the seed, the name and where and how
+    the run is kept)."""
+    import dataclasses
+
+    return all(
+        getattr(a, f.name) == getattr(b, f.name) for f in dataclasses.fields(a) if f.name not in NOT_SETTINGS
+    )
+
+
+def archived_like(cfg, root=None) -> list:
+    """The archived study-2 runs (every phase) trained with ``cfg``'s settings at other seeds: the
+    bands a student's own run of the quick profile is drawn over (notebook 00). Empty where the archive
+    holds none (another profile or environment, or an installed package without results/)."""
+    from rspo.analysis import load_run
+    from rspo.config import TrainConfig
+
+    root = Path(root) if root else ARCHIVE
+    runs = []
+    for path in sorted(root.glob("*/*/*/config.json")):
+        try:
+            if not same_settings(TrainConfig.load(path), cfg):
+                continue
+        except ValueError:  # a config of an older layout: not this setting's
+            continue
+        run = load_run(path.parent)
+        if run.finished and run.config.seed != cfg.seed:
+            runs.append(run)
+    return runs
 
 
 def setting_runs(root, phase: str, setting: Setting, algo: str = "grpo") -> tuple[list, list]:

@@ -137,3 +137,69 @@ def test_ablation_table_reads_each_variant_against_outcome_dense_and_rspos_defau
     loss = by_change["swap_variant=mixed"]
     assert loss[head.index("(c) variant >= both")].startswith("no:")
     assert loss[head.index("variant - RSPO (equal its)")].startswith("-60")
+
+
+def _story_run(reward, rows, algo="grpo"):
+    from pathlib import Path
+
+    from rspo.analysis import Run
+    from rspo.config import TrainConfig
+
+    return Run(Path("x"), TrainConfig(env="detour", algo=algo, reward=reward, iterations=len(rows) - 1), rows)
+
+
+def _story_rows(success, eval_at=None, explorer=None, handed=None, process=None):
+    rows = [{"iteration": 0, "eval/success": 0.0}]
+    for it, s in enumerate(success, 1):
+        row = {"iteration": it, "rollout/success": s, "rollout/env_steps": 100 * it}
+        if explorer is not None:
+            row.update(
+                {
+                    "explorer/success": explorer[it - 1],
+                    "swap/successes": 4 * (explorer[it - 1] > 0),
+                    "swap/trained_successes": handed[it - 1],
+                    "swap/is_weight_mean": 0.5,
+                }
+            )
+        if process is not None:
+            row["rollout/process_return"] = process[it - 1]
+        rows.append(row)
+    rows[-1]["eval/success"] = eval_at if eval_at is not None else success[-1]
+    return rows
+
+
+def test_run_story_computes_every_number_and_direction_from_the_runs():
+    """Notebook 00's paragraph: when each learner first reached the level, where its test success went,
+    which way dense's process return moved, what the explorer handed over, and why an RSPO learner sat
+    at 0 beside a winning explorer - each from the logs, so another seed gets other words."""
+    outcome = _story_run("outcome", _story_rows([0, 0, 0.5, 0.5, 1.0]))
+    dense = _story_run(
+        "dense", _story_rows([0.5, 0.5, 0.5, 0.2, 0.2], eval_at=0.25, process=[0.3, 0.5, 0.9, 1.2, 1.4])
+    )
+    rspo = _story_run(
+        "rspo",
+        _story_rows([0, 0, 0, 0.5, 1.0], explorer=[0.25, 0.5, 0.75, 1.0, 1.0], handed=[0, 2, 3, 1, 0]),
+    )
+    text = " ".join(lp.run_story({"outcome": outcome, "dense": dense, "rspo": rspo}))
+    assert (
+        "The outcome learner: its own rollouts first won 25% of episodes (a 3-iteration mean) after 400"
+        in text
+    )
+    assert "went from 0% to 100%" in text and "went from 0% to 25%" in text
+    assert "rose from 0.30 to 1.40" in text
+    assert "won 70% of its episodes on average (peak 100%) and offered 20 winning" in text
+    assert "trained on 6 of them" in text and "importance weight after truncation 0.50" in text
+    assert "For its first 3 iterations the learner's own rollouts won nothing" in text
+    assert "already won up to 75%" in text and "group-relative" in text
+    # never reached; process return falling; an explorer that handed nothing over is named as such
+    never = _story_run("dense", _story_rows([0.0, 0.1], process=[1.0, 0.5]))
+    captured = _story_run("rspo", _story_rows([0.0, 0.0, 0.0], explorer=[0.5] * 3, handed=[0, 0, 0]))
+    text = " ".join(lp.run_story({"dense": never, "rspo": captured}))
+    assert (
+        "never won 25% of episodes in its 200 environment steps" in text and "fell from 1.00 to 0.50" in text
+    )
+    assert "trained on none of them (the explorer handed over nothing)" in text
+    # a critic's learner is not told the group-relative reason
+    ppo = _story_run("rspo", _story_rows([0.0, 0.0, 0.5], explorer=[0.5] * 3, handed=[1, 1, 1]), algo="ppo")
+    text = " ".join(lp.run_story({"rspo": ppo}))
+    assert "For its first 2 iterations" in text and "group-relative" not in text

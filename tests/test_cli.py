@@ -102,8 +102,8 @@ def test_reproduce_env_trains_and_warm_starts_that_env_only(tmp_path, monkeypatc
     done, missing = job.table_status("quick", tmp_path, "household")  # nothing trains
     assert not done and missing and {c.env for c in missing} == {"household"}
     built = []
-    monkeypatch.setattr(sft, "build_default", lambda env: built.append(env) or (tmp_path / env).mkdir())
-    monkeypatch.setattr(sft, "default_policy_path", lambda env: tmp_path / env)
+    monkeypatch.setattr(sft, "build_default", lambda env, cfg: built.append(env) or (tmp_path / env).mkdir())
+    monkeypatch.setattr(sft, "default_policy_path", lambda env, cfg: tmp_path / env)
     job.ensure_warm_starts("quick", lambda *_: None, env="household")
     assert built == ["household"]
 

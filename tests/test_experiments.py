@@ -226,3 +226,29 @@ def test_the_initial_evaluation_of_any_run_is_an_outcome_grpo_probe():
         probe = probe_config(cfg)
         assert (probe.algo, probe.reward, probe.swap_budget) == ("grpo", "outcome", "extra")
         assert all(getattr(probe, k) == getattr(cfg, k) for k in EVAL_KEYS + ("env_options",))
+
+
+def test_the_quick_profile_lab_is_study_2s_chosen_setting():
+    """make reproduce trains, at seeds 0 and 1, the very runs study 2 made at its chosen setting:
+    every TrainConfig field but the seed and the folder equal (outcome without the process reward's
+    knobs, RSPO in its budget-matched form at the baselines' 60 iterations)."""
+    import dataclasses
+
+    from rspo import study2
+    from rspo.experiments import run_config
+
+    setting = study2.find_setting(study2.CHOSEN)
+    for reward, overrides in (("outcome", {}), ("dense", {}), ("rspo", {"swap_budget": "matched"})):
+        quick = run_config("quick", "detour", "grpo", reward, 0, "runs/q")
+        study = study2._config("runs/s", "rspo", setting, "grpo", reward, 0, **overrides)
+        differ = {
+            f.name
+            for f in dataclasses.fields(quick)
+            if getattr(quick, f.name) != getattr(study, f.name) and f.name not in ("out_dir",)
+        }
+        assert not differ, (reward, {k: (getattr(quick, k), getattr(study, k)) for k in differ})
+        assert quick.iterations == 60 and quick.name == study.name
+    assert run_config("quick", "detour", "grpo", "rspo", 0, "runs/q").swap_budget == "matched"
+    # the other profiles' RSPO keeps the default form; a by_reward entry never reaches TrainConfig
+    assert run_config("smoke", "detour", "grpo", "rspo", 0, "runs/q").swap_budget == "extra"
+    assert run_config("quick", "detour", "grpo", "dense", 0, "runs/q").swap_budget == "extra"

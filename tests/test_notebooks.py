@@ -96,10 +96,15 @@ def test_warm_starts_are_built_in_the_terminal_before_the_notebooks(tmp_path, mo
 
     monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
     built, said = [], []
-    monkeypatch.setattr(sft, "build_default", lambda env: built.append(env) or (tmp_path / env).mkdir())
-    monkeypatch.setattr(sft, "default_policy_path", lambda env: tmp_path / env)
+    monkeypatch.setattr(
+        sft, "build_default", lambda env, cfg: built.append((env, cfg)) or (tmp_path / env).mkdir()
+    )
+    monkeypatch.setattr(sft, "default_policy_path", lambda env, cfg: tmp_path / env)
     job.ensure_warm_starts("quick", said.append)
-    assert built == job.PROFILES["quick"]["*"]["envs"] and "once" in said[0] and "built in" in said[1]
+    assert [env for env, _ in built] == job.PROFILES["quick"]["*"]["envs"]
+    assert "once" in said[0] and "built in" in said[1]
+    # the warm start the quick lab's runs load: its 7 rooms, not the default passage's
+    assert built[0][1] == sft.default_config("detour", {"length": 7})
     job.ensure_warm_starts("quick", said.append)
     assert len(built) == 1  # cached
     job.ensure_warm_starts("gpu", said.append)  # a named model: nothing to build

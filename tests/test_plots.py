@@ -253,3 +253,12 @@ def test_a_table_is_html_in_jupyterlab_and_aligned_text_without_pipes():
     assert "|" not in text and text.splitlines()[1].startswith("env") and "detour  100.0" in text
     assert t.markdown().startswith("| env | final % |")
     assert "&lt;b&gt;" in plots.table(["<b>"], [])._repr_html_()  # cells are escaped
+
+
+def test_a_single_seed_curve_gets_no_band_title():
+    """One seed draws its values, not a mean with a band: the legend says nothing of bands then; a
+    group of several seeds draws its band and says so."""
+    one = plots.learning_curves([fake_run("outcome", 0)], key="rollout/success")
+    assert not one.layout.legend.title.text
+    two = plots.learning_curves([fake_run("outcome", 0), fake_run("outcome", 1, success=(0.0, 0.3, 0.6))])
+    assert two.layout.legend.title.text == "mean over seeds, band ± 1 std"

@@ -167,3 +167,20 @@ def test_the_readmes_study2_block_is_the_summary_of_the_archive():
         "README.md's study-2 block differs from `python benchmarks/lab_study2.py summary --root "
         "results/lab/study2`: paste its output again"
     )
+
+
+def test_archived_like_finds_the_archive_runs_of_a_quick_profile_run_at_other_seeds():
+    """Notebook 00's bands: the committed study-2 runs trained exactly as the student's quick run,
+    at other seeds; none for a run of another profile."""
+    from rspo.experiments import run_config
+
+    for reward, at_least in (("outcome", 10), ("dense", 10), ("rspo", 3)):
+        cfg = run_config("quick", "detour", "grpo", reward, 21, "runs/q")
+        runs = study2.archived_like(cfg)
+        assert len(runs) >= at_least and all(study2.same_settings(r.config, cfg) for r in runs)
+        assert 21 not in {r.config.seed for r in runs} and all(r.finished for r in runs)
+    assert study2.archived_like(run_config("smoke", "detour", "grpo", "outcome", 0, "runs/q")) == []
+    assert (
+        study2.archived_like(run_config("quick", "detour", "grpo", "rspo", 0, "runs/q", swap_budget="extra"))
+        == []
+    )

@@ -84,6 +84,24 @@ LAB = dict(
     eval_tasks=64,
 )
 
+# the quick profile's lab (make reproduce, notebook 00): study 2's chosen setting L7-m0.15-ms1
+# (docs/lab/protocol-2.md: 7 rooms, m = 0.15, milestones paid 1.0, 60 iterations), where the premise
+# gate passed - outcome is slow and dense is biased - so a student sees both happen and what RSPO
+# does there. RSPO in its budget-matched form (learner and explorer take half of the iteration's
+# tasks each), so that its runs sample the baselines' environment steps per iteration and equal
+# iterations are equal steps. Outcome runs as study 2's do, without the process reward's knobs (it
+# pays none of them). tests/test_experiments.py keeps every run equal to rspo.study2's at its seed.
+QUICK_LAB = dict(
+    LAB,
+    iterations=60,
+    misalignment=0.15,
+    env_options={"length": 7, "milestones": 1.0},
+    by_reward={
+        "outcome": {"misalignment": 0.0, "env_options": {"length": 7}},
+        "rspo": {"swap_budget": "matched"},
+    },
+)
+
 # Warm starts (rspo.sft) chosen to land at 10-40 % greedy success in about 3-4 CPU minutes (measured:
 # docs/training.md / warmstart.json). Household: without the admissible list (prompts 180 instead of
 # 310 tokens; the candidates are scored anyway) the same steps reached a higher held-out accuracy.
@@ -132,8 +150,7 @@ ENVS.register(
 # mechanism: 4-7% on it instead of 25%); the states are visited by the expert mixed half and half with
 # random moves, so that the last room is seen too (random play alone almost never reaches it, and the
 # model then put almost nothing on "open chest"). One step of history and no admissible list keep its
-# prompts near 100 tokens. Profiles: the quick one is the lab at its misaligned m = 0.1
-# (docs/lab/protocol.md), where dense first finds successes faster and then drifts to farming.
+# prompts near 100 tokens. Profiles: the quick one is study 2's chosen setting (QUICK_LAB below).
 ENVS.register(
     EnvSpec(
         "detour",
@@ -143,7 +160,7 @@ ENVS.register(
         show_admissible=False,
         warm_start=dict(n_demo_tasks=500, max_steps=600, random_frac=0.5, every_action=True, vocab_size=512),
         tokenizer_family="detour",
-        profiles={"quick": dict(LAB, misalignment=0.1), "lab": {}, "smoke": dict(eval_tasks=8)},
+        profiles={"quick": QUICK_LAB, "lab": {}, "smoke": dict(eval_tasks=8)},
     )
 )
 
