@@ -434,6 +434,23 @@ def claims_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
                     captured_cell(outcome, dense, runs, boot),
                 ]
             )
+            steps = d["rspo_steps"]
+            at = {
+                "outcome": [eval_at(r, steps=steps) for r in outcome],
+                "dense": [eval_at(r, steps=steps) for r in dense],
+                "RSPO": [eval_at(r, iteration=r.rows[-1]["iteration"]) for r in runs],
+            }
+            full = sum(v >= 1.0 for v in at["outcome"])
+            notes.append(
+                f"{algo} {budget}: greedy test success at equal steps ({steps:,.0f}): "
+                + ", ".join(f"{k} {100 * statistics.fmean(v):.0f}%" for k, v in at.items())
+                + f"; outcome at 100% on {full} of {len(outcome)} seeds"
+                + (
+                    " - at the ceiling, RSPO - outcome cannot lie above 0 there"
+                    if 2 * full >= len(outcome)
+                    else ""
+                )
+            )
             handed = [s["handed"] for s in summaries]
             notes.append(
                 f"{algo} {budget}: explorer rollout success {100 * statistics.fmean(s['explorer_success'] for s in summaries):.0f}% "
@@ -504,6 +521,8 @@ def finding(root, boot: int = 2000) -> list[str]:
                     f"dense reaches {REACH:.0%} on {g['reach']} of {g['seeds'][1]}: the gate "
                     + (f"passes: {name} is the chosen setting." if gate_pass(g) else "fails.")
                 )
+    for setting, (_, rows, _) in rspo_claims(root, boot).items():
+        lines += rspo_sentences(setting, rows)
     if scans and not any(ranked(r) for r in scans.values()) and len(scans) == len(STAGES):
         lines.append(
             "No registered setting passes the scan, so by protocol 2 no RSPO run is made in study 2."
@@ -511,11 +530,64 @@ def finding(root, boot: int = 2000) -> list[str]:
     return lines
 
 
+ALGO_NAMES = {"grpo": "GRPO", "ppo": "PPO", "gigpo": "GiGPO"}
+
+
+def missing_rspo_runs(root, setting: Setting, candidate: int = 0) -> list[str]:
+    """The names of the RSPO phase's registered runs at ``setting`` not finished in ``root``."""
+    from rspo.analysis import load_run
+
+    missing = []
+    for cfg in rspo_configs(root, setting, candidate):
+        path = Path(cfg.out_dir) / cfg.name
+        if not (path / "metrics.jsonl").is_file() or not load_run(path).finished:
+            missing.append(f"{path.parent.name}/{cfg.name}")
+    return missing
+
+
+def rspo_claims(root, boot: int = 2000) -> dict:
+    """``{setting: claims_table(...)}`` for every setting whose RSPO phase is complete in ``<root>/rspo``
+    (protocol 2 reads the claims only once all of the phase's runs are finished)."""
+    folder = Path(root) / "rspo"
+    if not folder.is_dir():
+        return {}
+    found = {}
+    # a setting's folder (its outcome runs lie in the observation setting's, e.g. L7/)
+    for name in sorted(p.name for p in folder.iterdir() if p.is_dir() and "-m" in p.name):
+        setting = find_setting(name)
+        if not missing_rspo_runs(root, setting):
+            found[setting] = claims_table(root, setting, boot=boot)
+    return found
+
+
+def rspo_sentences(setting: Setting, rows: list[list[str]]) -> list[str]:
+    """One sentence per claims row (base algorithm x RSPO form), each verdict copied from the table's
+    cells (:func:`claims_table`), and first a headline: (c)'s verdicts at equal steps, counted."""
+    verdicts = [row[5].split(":")[0] for row in rows]
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("yes", "no", "within noise") if v in verdicts)
+    lines = [
+        f"RSPO at {setting.name}, where both premises hold: (c) RSPO >= both at equal steps is {counts} "
+        f"of {len(rows)} (base algorithm x RSPO form)."
+    ]
+    for algo, form, seeds, _a, b, c_steps, c_its, captured in rows:
+        lines.append(
+            f"  {ALGO_NAMES.get(algo, algo)}, {form} form (seeds outcome/dense/RSPO {seeds}): (c) at equal "
+            f"steps {c_steps}; at equal iterations {c_its}; (b) {b}; explorer captured: {captured}."
+        )
+    return lines
+
+
 def finding_markdown(root, boot: int = 2000) -> str:
-    """:func:`finding` as Markdown bullets: the block the README shows between ``<!-- study2 -->``
-    markers (a test keeps the copy equal to this)."""
+    """:func:`finding` as Markdown bullets, then each setting's RSPO claims table: the block the README
+    shows between ``<!-- study2 -->`` markers (a test keeps the copy equal to this)."""
+    from rspo.analysis import to_markdown
+
     lines = finding(root, boot)
     out = []
     for line in lines:
         out.append(("  " + line.strip()) if line.startswith("  ") else f"- {line}")
+    for setting, (head, rows, notes) in rspo_claims(root, boot).items():
+        out += ["", f"Study 2's claims at {setting.name} (points of greedy test success, 95% intervals):", ""]
+        out.append(to_markdown(head, rows).rstrip("\n"))
+        out += [""] + [f"- {note}" for note in notes]
     return "\n".join(out) + "\n"

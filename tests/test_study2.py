@@ -4,6 +4,7 @@ the premise gate's statistics and labels, and the explorer's capture in the clai
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -184,3 +185,51 @@ def test_archived_like_finds_the_archive_runs_of_a_quick_profile_run_at_other_se
         study2.archived_like(run_config("quick", "detour", "grpo", "rspo", 0, "runs/q", swap_budget="extra"))
         == []
     )
+
+
+def test_rspo_claims_wait_for_the_whole_phase_and_their_sentences_copy_the_table(tmp_path):
+    """Protocol 2 reads the claims once the phase's 60 runs are finished: until then the summary (and so
+    the README) has no RSPO line. Each sentence copies its row's verdict cells; the headline counts
+    (c)'s verdicts at equal steps."""
+    setting = study2.find_setting(study2.CHOSEN)
+    assert len(study2.missing_rspo_runs(tmp_path, setting)) == 60
+    assert study2.rspo_claims(tmp_path) == {}
+    rows = [
+        [
+            "grpo",
+            "extra",
+            "10/10/10",
+            "yes: 0.31",
+            "yes: -12",
+            "within noise: vs outcome +0",
+            "yes: +25",
+            "0 of 10",
+        ],
+        [
+            "ppo",
+            "matched",
+            "5/5/5",
+            "yes: 0.4",
+            "no: +3",
+            "no: vs outcome -20",
+            "no: -3",
+            "2 of 5 (seed 3, 4)",
+        ],
+    ]
+    lines = study2.rspo_sentences(setting, rows)
+    assert lines[0] == (
+        "RSPO at L7-m0.15-ms1, where both premises hold: (c) RSPO >= both at equal steps is 1 no, "
+        "1 within noise of 2 (base algorithm x RSPO form)."
+    )
+    assert "GRPO, extra form" in lines[1] and "(c) at equal steps within noise: vs outcome +0" in lines[1]
+    assert "PPO, matched form" in lines[2] and "explorer captured: 2 of 5 (seed 3, 4)." in lines[2]
+
+
+def test_the_claims_notes_say_where_outcome_sits_at_the_ceiling():
+    """Why (c) cannot be a yes against outcome where outcome ends at 100%: the notes give every
+    method's test success at equal steps and how many outcome seeds are at 100%."""
+    _, lines, notes = study2.claims_table(study2.ARCHIVE, study2.find_setting(study2.CHOSEN), boot=200)
+    assert lines and any("greedy test success at equal steps" in n for n in notes)
+    for note in (n for n in notes if "equal steps" in n):
+        full, n = map(int, re.search(r"outcome at 100% on (\d+) of (\d+) seeds", note).groups())
+        assert ("at the ceiling" in note) == (2 * full >= n)
