@@ -215,6 +215,29 @@ def swap_batch(learner, episodes: Sequence[Episode], cfg, spec: RewardSpec, auto
     return batch, stats
 
 
+def loss_split(batch, n_on: int) -> tuple[float, float]:
+    """The learner's PPO-clip loss at the start of its update, split into its own turns (the first
+    ``n_on`` of ``batch``, a :func:`rspo.update.join_batches` result) and the replayed explorer turns.
+
+    At the start every ratio is 1 (own turns: new = behaviour log-probs; replayed ones: new = the
+    proximal log-probs), so a turn's loss is ``-A x`` its mean token weight (1 for own turns, the
+    truncated importance weights for replayed ones), and the batch's is the sum over turns of its
+    loss weight times that (:func:`rspo.losses.ppo_clip_loss`, :func:`rspo.update.ppo_update`)."""
+    own = replayed = 0.0
+    for i in range(len(batch.turns)):
+        w = float(batch.weights[i])
+        if w <= 0:
+            continue
+        token_w = batch.is_weights.get(i)
+        mean_w = sum(token_w) / len(token_w) if token_w else 1.0
+        term = -w * float(batch.adv[i]) * mean_w
+        if i < n_on:
+            own += term
+        else:
+            replayed += term
+    return own, replayed
+
+
 def handover_stats(episodes: Sequence[Episode], trained: Sequence[bool]) -> dict:
     """What the explorer handed the learner in one update: its episodes offered (``swap/episodes``),
     those that won (``swap/successes``), the share of its offered groups holding a win

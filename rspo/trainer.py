@@ -466,7 +466,7 @@ class Trainer:
         while self.iteration < cfg.iterations:
             it = self.iteration
             t_iter, c_iter = time.perf_counter(), time.process_time()
-            torch.manual_seed(_derive(cfg.seed, STREAM_ITERATION, it))
+            self.seed_iteration(it)
             row = self.train_step(it)
             self.iteration = it + 1
             last = self.iteration == cfg.iterations
@@ -496,6 +496,11 @@ class Trainer:
             bar.close()
         self.dist.barrier()
         return self.log.read() if main else []
+
+    def seed_iteration(self, it: int) -> None:
+        """Seed torch's global generator for iteration ``it``, as :meth:`run` does before each one: an
+        iteration run by hand (notebook 04) is then the run's own."""
+        torch.manual_seed(_derive(self.cfg.seed, STREAM_ITERATION, it))
 
     def train_step(self, it: int) -> dict:
         """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""

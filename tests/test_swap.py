@@ -429,3 +429,31 @@ def test_truncated_fraction_of_a_single_explorer_token():
     _, stats = swap_batch(policy, eps, cfg, SPEC, NULL)
     assert stats["swap/turns"] == 1 and stats["swap/truncated_frac"] == 1.0
     assert stats["swap/is_ratio_max"] == pytest.approx(3.0, rel=1e-4)
+
+
+def test_loss_split_is_the_ppo_clip_loss_at_ratio_one_parted_into_own_and_replayed_turns():
+    """Notebook 04's split of the learner's loss: own turns plus replayed turns equals the weighted
+    PPO-clip loss at the start of the update (every ratio 1), the replayed part weighted by its
+    truncated importance weights; a turn of loss weight 0 counts nowhere."""
+    import torch
+
+    from rspo.losses import ppo_clip_loss
+    from rspo.swap import loss_split
+    from rspo.update import TurnBatch
+
+    adv = torch.tensor([1.0, -0.5, 2.0, 0.7, 3.0])
+    weights = torch.tensor([0.3, 0.2, 0.25, 0.25, 0.0])
+    is_w = {2: [0.5, 1.0, 0.3], 3: [1.0, 0.2, 0.2], 4: [1.0, 1.0, 1.0]}
+    z = torch.zeros(5, dtype=torch.long)
+    batch = TurnBatch([None] * 5, z, z, adv, adv, z, None, adv, None, weights, is_weights=is_w)
+    own, replayed = loss_split(batch, 2)
+    tok = torch.ones(5, 3)
+    for i, w in is_w.items():
+        tok[i] = torch.tensor(w)
+    logp = torch.randn(5, 3)
+    per_turn, _ = ppo_clip_loss(logp, logp, adv, torch.ones(5, 3, dtype=torch.bool), token_weights=tok)
+    assert own == pytest.approx(float((weights[:2] * per_turn[:2]).sum()))
+    assert replayed == pytest.approx(float((weights[2:] * per_turn[2:]).sum()))
+    assert own == pytest.approx(-(0.3 * 1.0 - 0.2 * 0.5), rel=1e-6) and replayed == pytest.approx(
+        -(0.25 * 2.0 * 0.6 + 0.25 * 0.7 * 1.4 / 3), rel=1e-6
+    )
