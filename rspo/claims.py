@@ -356,7 +356,8 @@ def claims_table(
         if not (outcome and dense and rspo):
             continue
         d = decide(outcome, dense, rspo, boot, with_a=m == 0.0)
-        a = "" if m != 0.0 else d["a_verdict"] + (f": {fmt(d['a'])}" if d["a"] else "")
+        # (a) compares dense with outcome at m = 0 only (the protocol's P1): at another m the cell says so
+        a = "n/a: decided at m = 0" if m != 0.0 else d["a_verdict"] + (f": {fmt(d['a'])}" if d["a"] else "")
         cells = []
         for view in ("steps", "iterations"):
             v = d[view]
