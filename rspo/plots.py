@@ -54,6 +54,7 @@ METRIC_TITLES = {
     "explorer/success": "explorer rollout success (%)",
     "rollout/process_return": "process return per episode",
     "rollout/distinct_successes": "distinct successful trajectories",
+    "rollout/invalid_frac": "invalid actions (share of turns)",
 }
 
 
@@ -345,6 +346,8 @@ def learning_curves(
     )
     if key.endswith("success"):
         fig.update_yaxes(range=[-3, 103])  # the whole scale: 0% reads as 0%, not as the middle of [-1, 1]
+    elif key.endswith("_frac"):
+        fig.update_yaxes(range=[-0.03, 1.03])  # a share: its whole scale, 0 to 1
     if x == "iteration":
         integer_axis(fig, max((v for s in series for v in s["x"]), default=1))
     else:
@@ -490,7 +493,8 @@ def coverage(runs) -> list[dict]:
 
 def behaviour_coverage(rows: Sequence[dict], title: str | None = None) -> go.Figure:
     """Bars of :func:`coverage`'s rows per 1,000 environment steps: the learner (the trained policy;
-    blue) and RSPO's explorer (orange) side by side, the count of distinct successes on each bar."""
+    blue) and RSPO's explorer (orange) side by side, each bar labelled with its height (the rate); the
+    counts and steps behind it are in its hover text."""
     fig = go.Figure()
     for role, color, name in (
         ("learner", LEARNER_COLOR, "learner (the trained policy)"),
@@ -501,11 +505,14 @@ def behaviour_coverage(rows: Sequence[dict], title: str | None = None) -> go.Fig
             fig.add_bar(
                 x=[r["run"] for r in mine],
                 y=[r["per_1000"] for r in mine],
-                text=[f"{r['found']:g}" for r in mine],
+                text=[f"{r['per_1000']:.2f}" for r in mine],
                 textposition="outside",
                 name=name,
                 marker_color=color,
-                hovertemplate="%{x}<br>%{text} distinct successes<extra>" + role + "</extra>",
+                customdata=[r["found"] for r in mine],
+                hovertemplate="%{x}<br>%{customdata:g} distinct successes: %{y:.2f} per 1,000 steps<extra>"
+                + role
+                + "</extra>",
             )
     fig.update_layout(
         title=title or "distinct successful trajectories per 1,000 environment steps",

@@ -233,6 +233,19 @@ def test_behaviour_coverage_learner_and_explorer_in_two_colours():
     _every_axis_titled(fig)
     assert len(fig.data) == 2 and fig.data[0].marker.color != fig.data[1].marker.color
     assert [t.name.split()[0] for t in fig.data] == ["learner", "explorer"]
+    # a bar's label is its height (the rate), never the count beside a rate axis; the count is in the hover
+    assert list(fig.data[0].text) == ["10.00", "5.00"] and list(fig.data[0].customdata) == [2, 2]
+
+
+def test_the_paper_table_shows_a_score_only_where_it_is_more_than_success():
+    """The shop's WebShop score is a column of its own; detour's and household's score is their success
+    and would repeat it."""
+    from rspo.analysis import paper_table
+
+    run = fake_run("outcome")
+    run.rows[-1].update({"eval/test/success": 0.5, "eval/test/score": 0.5})
+    head, _ = paper_table([run])
+    assert head == ["algo", "reward", "detour test success"]
 
 
 def test_notebook_01_figures_turns_from_1_units_and_every_axis_titled(group):
@@ -262,3 +275,14 @@ def test_a_single_seed_curve_gets_no_band_title():
     assert not one.layout.legend.title.text
     two = plots.learning_curves([fake_run("outcome", 0), fake_run("outcome", 1, success=(0.0, 0.3, 0.6))])
     assert two.layout.legend.title.text == "mean over seeds, band ± 1 std"
+
+
+def test_a_share_is_drawn_on_its_whole_scale_with_a_title_in_words():
+    """Notebook 06's invalid-action fraction: a 0-1 axis titled in words, not the raw metric key on
+    -0.5..1.25."""
+    run = fake_run("outcome")
+    for row in run.rows[1:]:
+        row["rollout/invalid_frac"] = 0.31
+    fig = plots.learning_curves([run], key="rollout/invalid_frac")
+    assert tuple(fig.layout.yaxis.range) == (-0.03, 1.03)
+    assert fig.layout.yaxis.title.text == "invalid actions (share of turns)"
