@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 PLOTLY_JS = "plotly.min.js"  # beside the rendered notebooks
@@ -46,6 +47,26 @@ def plot_div(figure: dict, div_id: str) -> str:
     )
 
 
+# $$display$$ or $inline$ TeX in Markdown, outside code (fenced blocks and `spans` are kept as they are)
+_CODE_OR_MATH = re.compile(r"(```.*?```|`[^`\n]*`)|\$\$(.+?)\$\$|\$([^$\n]+)\$", re.S)
+
+
+def math_to_mathml(markdown: str) -> str:
+    """``markdown`` with its TeX equations as MathML, which browsers draw with nothing fetched: the
+    rendered notebooks need no MathJax from a CDN, so their equations show offline."""
+    from latex2mathml.converter import convert
+
+    def one(m: re.Match) -> str:
+        if m.group(1):
+            return m.group(1)
+        display = m.group(2) is not None
+        return convert(
+            (m.group(2) if display else m.group(3)).strip(), display="block" if display else "inline"
+        )
+
+    return _CODE_OR_MATH.sub(one, markdown)
+
+
 def render_notebook(path: Path, plotly_src: str = PLOTLY_JS) -> Path:
     """``path`` (an executed notebook) as ``<stem>.html`` beside it, by nbconvert's lab template: the
     plotly outputs drawn from their data with ``plotly_src`` (loaded once, at the first figure), and
@@ -66,10 +87,16 @@ def render_notebook(path: Path, plotly_src: str = PLOTLY_JS) -> Path:
                 {"data": fig.get("data", []), "layout": fig.get("layout", {})}, f"plot-{k}"
             )
             k += 1
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = math_to_mathml(cell.source)
     views = "application/vnd.jupyter.widget-view+json"
     if not any(views in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])):
         nb.metadata.pop("widgets", None)  # no widget shown: no widget manager fetched from unpkg.com
-    template = "{%- extends 'index.html.j2' -%}\n{%- block html_head_js_requirejs -%}{%- endblock -%}\n"
+    template = (
+        "{%- extends 'index.html.j2' -%}\n{%- block html_head_js_requirejs -%}{%- endblock -%}\n"
+        "{%- block html_head_js_mathjax -%}{%- endblock -%}\n"  # equations are MathML: nothing fetched
+    )
     exporter = HTMLExporter(
         template_name="lab",
         extra_loaders=[jinja2.DictLoader({"rspo_notebook.html.j2": template})],

@@ -15,3 +15,28 @@ def test_figure_data_reads_what_plotly_writes(tmp_path):
     assert data["data"][0]["z"] == [[1, 2], [3, 4]] and data["layout"]["title"]["text"] == "t"
     (tmp_path / "g.html").write_text("<html>no figure</html>")
     assert figure_data(tmp_path / "g.html") is None
+
+
+def test_rendered_notebooks_show_equations_as_mathml_and_fetch_nothing(tmp_path):
+    """The notebooks' TeX becomes MathML (drawn by the browser, offline); code keeps its dollars; the
+    page loads no MathJax, and no script or stylesheet from the network."""
+    import re
+
+    import nbformat
+
+    from rspo.report_html import math_to_mathml, render_notebook
+
+    md = "Inline $w = \\min(\\pi_A / \\pi_B,\\ c)$, `echo $HOME $PATH`, and\n\n$$A_i = \\frac{R_i}{2}$$\n"
+    converted = math_to_mathml(md)
+    assert (
+        converted.count("<math") == 2 and 'display="block"' in converted and 'display="inline"' in converted
+    )
+    assert "`echo $HOME $PATH`" in converted and "\\frac" not in converted
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(md), nbformat.v4.new_code_cell("x = 1")]
+    path = tmp_path / "07_math.ipynb"
+    nbformat.write(nb, path)
+    page = render_notebook(path).read_text()
+    assert "<math" in page and "mathjax" not in page.lower()
+    fetched = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="(https?:)?//', page)
+    assert not fetched, fetched
