@@ -4,7 +4,7 @@
 #   make test      - lint + the test suite (what CI runs)
 #   make test-fast - the suite without the tests marked slow (whole notebooks, benchmarks end to end, kills)
 #   make browser-check - a smoke reproduce opened in JupyterLab and Chromium headless (needs a Chromium:
-#                    apt-get install chromium; not in CI: about 4.5 minutes on 2 cores)
+#                    apt-get install chromium; CI runs it after make test: about 4.5 minutes on 2 cores)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
