@@ -583,10 +583,12 @@ def finding_markdown(root, boot: int = 2000) -> str:
     from rspo.analysis import to_markdown
 
     lines = finding(root, boot)
-    out = []
+    claims = rspo_claims(root, boot)
+    # the headline first, in bold: what RSPO did where its premises hold ((c)'s verdicts, counted)
+    out = [f"**{rspo_sentences(setting, rows)[0]}**\n" for setting, (_, rows, _) in claims.items()]
     for line in lines:
         out.append(("  " + line.strip()) if line.startswith("  ") else f"- {line}")
-    for setting, (head, rows, notes) in rspo_claims(root, boot).items():
+    for setting, (head, rows, notes) in claims.items():
         out += ["", f"Study 2's claims at {setting.name} (points of greedy test success, 95% intervals):", ""]
         out.append(to_markdown(head, rows).rstrip("\n"))
         out += [""] + [f"- {note}" for note in notes]

@@ -233,3 +233,24 @@ def test_the_claims_notes_say_where_outcome_sits_at_the_ceiling():
     for note in (n for n in notes if "equal steps" in n):
         full, n = map(int, re.search(r"outcome at 100% on (\d+) of (\d+) seeds", note).groups())
         assert ("at the ceiling" in note) == (2 * full >= n)
+
+
+def test_the_summary_opens_with_rspos_headline_in_bold_once_the_phase_is_complete(monkeypatch, tmp_path):
+    setting = study2.find_setting(study2.CHOSEN)
+    row = [
+        "grpo",
+        "matched",
+        "10/10/10",
+        "yes: 0.31",
+        "yes: -36",
+        "within noise: vs outcome +0",
+        "yes: +2",
+        "0 of 10",
+    ]
+    head = ["algo", "RSPO form", "seeds o/d/r", "(a)", "(b)", "(c)", "(c) it", "captured"]
+    monkeypatch.setattr(study2, "rspo_claims", lambda root, boot=2000: {setting: (head, [row], ["a note"])})
+    text = study2.finding_markdown(tmp_path)
+    assert text.startswith(
+        "**RSPO at L7-m0.15-ms1, where both premises hold: (c) RSPO >= both at equal steps is 1 within noise of 1"
+    )
+    assert "| grpo | matched | 10/10/10 |" in text and "- a note" in text
