@@ -244,7 +244,10 @@ def warm_start(policy, config: WarmStartConfig, *, log_every: int = 5, threads: 
     from trl import SFTConfig
 
     t0 = time.perf_counter()
-    data = demo_dataset(policy, config)
+    # playing the demonstrations and tokenizing them comes before the bar: tens of seconds when idle,
+    # minutes on a busy machine, so it says so every 20 s
+    with heartbeat(f"warm start of {config.env}: playing and tokenizing the demonstrations"):
+        data = demo_dataset(policy, config)
     steps = (
         config.max_steps
         if config.max_steps > 0

@@ -187,3 +187,28 @@ def test_heartbeat_says_what_runs_at_once_and_then_every_period():
     n = len(lines)
     time.sleep(0.12)
     assert len(out.getvalue().splitlines()) == n  # stopped with the block
+
+
+def test_the_warm_starts_silent_data_phase_says_what_runs(monkeypatch):
+    """Playing and tokenizing the demonstrations comes before the warm start's bar: minutes on a busy
+    machine, so it runs inside a heartbeat (found silent for 4 minutes under load)."""
+    import contextlib
+
+    import rspo.sft as sft
+
+    said = []
+
+    @contextlib.contextmanager
+    def fake(what, **kw):
+        said.append(what)
+        yield
+
+    def stop(policy, config):
+        assert said, "the demonstrations are built before anything is said"
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(sft, "heartbeat", fake)
+    monkeypatch.setattr(sft, "demo_dataset", stop)
+    with pytest.raises(RuntimeError, match="stop here"):
+        sft.warm_start(object(), sft.default_config("detour"))
+    assert said == ["warm start of detour: playing and tokenizing the demonstrations"]
