@@ -332,6 +332,10 @@ def method_name(cfg: TrainConfig) -> str:
     if cfg.swap_variant != "offpolicy":
         name += f"-{cfg.swap_variant}"
     default = TrainConfig()
+    if cfg.swap_budget != default.swap_budget:  # matched: learner and explorer half the tasks each
+        name += f"-{cfg.swap_budget}"
+    if cfg.replay_select != default.replay_select:
+        name += f" replay={cfg.replay_select}"
     if cfg.swap_lambda != default.swap_lambda:
         name += f" λ={cfg.swap_lambda:g}"
     if cfg.swap_c != default.swap_c:

@@ -315,9 +315,9 @@ def _progress(cfg: TrainConfig) -> str:
 
 def training_order(configs) -> list[TrainConfig]:
     """``configs`` in the order the workers take them: seed by seed as given, and within a seed the RSPO
-    runs first, since they sample twice the environment steps of a baseline (an explorer and a
-    learner): started last, one would train alone while the other worker idles (the quick profile's
-    last RSPO run did for 229 of its 615 s)."""
+    runs first, since they train two policies (an explorer and a learner; in the default form they
+    also sample twice a baseline's environment steps): started last, one would train alone while the
+    other worker idles (the quick profile's last RSPO run did for 229 of its 615 s, in 2026-12)."""
     seeds = list(dict.fromkeys(cfg.seed for cfg in configs))
     return sorted(configs, key=lambda cfg: (seeds.index(cfg.seed), cfg.reward != "rspo"))
 

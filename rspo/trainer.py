@@ -269,7 +269,8 @@ class Trainer:
         return stats
 
     def swap_step(self, it: int, episodes: list[Episode], batch: TurnBatch) -> tuple[TurnBatch, dict]:
-        """RSPO's explorer half of an iteration: explorer rollout on the same tasks, the learner's
+        """RSPO's explorer half of an iteration: explorer rollout on its tasks (the learner's; with
+        ``swap_budget="matched"`` the iteration's other half), the learner's
         batch extended with outcome-relabelled explorer turns, the explorer's dense-reward update."""
         from dataclasses import replace
         from functools import partial

@@ -78,8 +78,10 @@ def test_grid_configs_are_seed_major_with_overrides(tmp_path):
 
 
 def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
+    from dataclasses import replace
+
     from rspo.analysis import method_name
-    from rspo.experiments import ablation_configs
+    from rspo.experiments import ablation_configs, run_config
 
     configs = ablation_configs(
         "smoke", tmp_path, ["shop"], [{"swap_variant": "mixed"}, {"swap_lambda": 0.5}], [0]
@@ -89,6 +91,12 @@ def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
         "shop-grpo-rspo-swap_lambda=0.5-s0",
     ]
     assert [method_name(c) for c in configs] == ["rspo-mixed", "rspo λ=0.5"]
+    # the budget-matched form is a method of its own in tables (aggregate groups by this name)
+    matched = run_config("quick", "detour", "grpo", "rspo", 0, tmp_path)
+    assert (
+        method_name(matched) == "rspo-matched"
+        and method_name(replace(matched, swap_budget="extra")) == "rspo"
+    )
     assert {(c.algo, c.reward) for c in configs} == {("grpo", "rspo")}
 
 
