@@ -28,8 +28,10 @@ import statistics
 from pathlib import Path
 
 from rspo.analysis import load_runs
+from rspo.registry import ESTIMATORS
 
-GROUP_RELATIVE = ("grpo", "gigpo", "rloo", "turn_level")  # advantages within a task's group (no critic)
+# the algorithms whose advantages are relative within a task's group: every estimator without a critic
+GROUP_RELATIVE = tuple(e.algorithm for e in ESTIMATORS.values() if not e.critic)
 
 
 def interp(xs: list[float], ys: list[float], x: float) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-LOSS_AGG = ("trajectory", "turn", "token")
+from rspo.registry import LOSS_AGG
 
 
 def turn_weights(traj_ids: torch.Tensor, n_tokens: torch.Tensor, mode: str = "trajectory") -> torch.Tensor:
