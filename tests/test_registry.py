@@ -11,7 +11,7 @@ import torch
 
 import rspo.envs
 from rspo import advantages, config, experiments, losses, policies, registry, sft
-from rspo.config import TrainConfig
+from rspo.config import REWARDS, TrainConfig
 from rspo.envs.base import TextEnv
 from rspo.envs.registry import ENVS, EnvSpec
 from rspo.policies.tiny import untrained_tiny_policy
@@ -210,7 +210,12 @@ def test_every_environment_entry_is_complete():
         assert "{task}" in spec.intro
         assert set(spec.warm_start) <= warm_fields - {"env", "history", "show_admissible"}
         assert set(spec.profiles) <= set(experiments.PROFILE_COMMON), name
-        assert all(set(s) <= config_fields for s in spec.profiles.values()), name
+        for settings in spec.profiles.values():
+            # by_reward: settings of one reward mode only (rspo.experiments.run_config), fields too
+            by_reward = settings.get("by_reward", {})
+            assert set(settings) - {"by_reward"} <= config_fields, name
+            assert set(by_reward) <= set(REWARDS), name
+            assert all(set(s) <= config_fields for s in by_reward.values()), name
         for f in spec.data_files:
             assert (rspo.paths.data_dir(name) / f).is_file()
     assert experiments.TRAIN_PROFILES == experiments.train_profiles()
