@@ -247,9 +247,9 @@ def read_checkpoint(path: str | Path, mmap: bool = False) -> dict:
         found = re.search(r"GLOBAL (\S+)", str(e))
         names = _foreign_globals(path) or ([found.group(1)] if found else [])
         if not names:  # no object named: not a pickle that runs code, just not a checkpoint
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ValueError(
-                f"{path}: cannot read the checkpoint (damaged, or not a file torch.save wrote: {first[:120]})"
+                f"{path}: cannot read the checkpoint (damaged, or not a file torch.save wrote): "
+                "UnpicklingError, no tensors or plain data in it"
             ) from None
         raise ValueError(
             f"{path}: refusing to load this checkpoint: it holds the Python object {names[0]}, which "
