@@ -4,10 +4,12 @@ A file a run rewrites (``config.json``, ``metrics.jsonl`` on resume, ``checkpoin
 written to a temporary file in the same folder, flushed to disk (fsync) and renamed over the old one
 (``os.replace``, atomic on POSIX and Windows): a process killed at any moment leaves either the old
 file or the new one, never an empty or cut one. The temporary files a kill leaves behind are named
-``.<name>.<random>.partial`` and removed by :func:`remove_partial_files` when the run resumes.
+``.<name>.<random>.partial`` and removed by :func:`remove_partial_files` when the run resumes. The
+new file keeps the old one's mode (a new one: 0666 less the umask, as ``open`` makes it).
 
 :func:`atomic_dir` does the same for a whole folder (the cached tokenizer and warm starts), and
-:class:`RunLock` keeps two processes from training one run folder at once.
+:class:`RunLock` keeps two processes from training one run folder at once (its file opened without
+following a symbolic link).
 """
 
 from __future__ import annotations

@@ -10,9 +10,15 @@ are not finite are never written (:func:`save_checkpoint` refuses them). Resumin
 ``config.json`` agrees with the new config on everything that changes the result (it may differ in
 ``iterations``, ``resume``, ``progress``, ``eval_every``, ``checkpoint_every`` - so a run can be
 extended); where ``config.json`` was deleted, the config the checkpoint records (``state["config"]``)
-is compared instead, and a checkpoint that records none is refused. It then reloads the state and drops
-metric rows written after the checkpoint. :func:`check_run_dir` makes these checks without writing
-anything, for ``rspo train`` to call before it loads a model.
+is compared instead, and a checkpoint that records none is refused. Since issue 32 a resume also
+checks, before it writes anything (:func:`check_resume`, :func:`check_loadable`): the config the
+checkpoint records and its run id (``<run>/run_id``; runs started before ids resume on their config)
+against the run's, its keys and iteration (an integer in ``1..iterations``), the metrics (no row
+missing before the checkpoint, none further than one checkpoint interval after it; without a
+checkpoint, none past the first one), and every tensor's name, shape, dtype and finiteness against
+the model and optimizer - each refusal one line naming the file. It then reloads the state and drops
+metric rows written after the checkpoint. :func:`check_run_dir` makes the checks that need no model
+without writing anything, for ``rspo train`` to call before it loads a model.
 """
 
 from __future__ import annotations
