@@ -4,22 +4,27 @@ A file a run rewrites (``config.json``, ``metrics.jsonl`` on resume, ``checkpoin
 written to a temporary file in the same folder, flushed to disk (fsync) and renamed over the old one
 (``os.replace``, atomic on POSIX and Windows): a process killed at any moment leaves either the old
 file or the new one, never an empty or cut one. The temporary files a kill leaves behind are named
-``.<name>.<random>.partial`` and removed by :func:`remove_partial_files` when the run resumes.
+``.<name>.<random>.partial`` and removed by :func:`remove_partial_files` when the run resumes. The
+new file keeps the old one's mode (a new one: 0666 less the umask, as ``open`` makes it).
 
 :func:`atomic_dir` does the same for a whole folder (the cached tokenizer and warm starts), and
-:class:`RunLock` keeps two processes from training one run folder at once.
+:class:`RunLock` keeps two processes from training one run folder at once (its file opened without
+following a symbolic link).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 PARTIAL = ".partial"  # suffix of the temporary files
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows has no symlinks to fear here
 LOCK_NAME = ".lock"
 
 
@@ -37,6 +42,20 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _new_partial(path: Path) -> Path:
+    """A new empty ``.<name>.<random>.partial`` beside ``path``, created with mode 0666 less the umask
+    (as ``open`` creates a file; ``tempfile.mkstemp``'s 0600 turned a rewritten 0644 file into 0600)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{PARTIAL}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"could not create a temporary file beside {path}")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path next to ``path`` to write; on leaving the block without an exception it is
@@ -47,12 +66,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL)
-    os.close(fd)
-    tmp = Path(name)
+    tmp = _new_partial(path)
     try:
         yield tmp
         with open(tmp, "rb+") as f:
+            try:  # the old file's mode (a 0644 file stays 0644 after a resume rewrote it)
+                os.fchmod(f.fileno(), stat.S_IMODE(os.stat(path).st_mode))
+            except (FileNotFoundError, AttributeError):  # a new file keeps 0666 less the umask
+                pass
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -136,11 +157,34 @@ class RunLock:
         self.fd: int | None = None
 
     def _read_pid(self) -> int | None:
-        try:
-            text = self.path.read_text().strip()
+        try:  # a pid is a few bytes: read no more (the lock file could be anything), follow no link
+            fd = os.open(self.path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+            try:
+                text = os.read(fd, 32).decode("ascii", "replace").strip()
+            finally:
+                os.close(fd)
         except OSError:
             return None
         return int(text) if text.isdigit() else None
+
+    def _open(self, flags: int) -> int:
+        """The lock file opened without following a link (a ``.lock`` symlink would have the pid
+        written over its target); a link or a folder there is a one-line ValueError."""
+        try:
+            return os.open(self.path, flags | _NOFOLLOW, 0o644)
+        except OSError as e:
+            if self.path.is_symlink():
+                raise ValueError(
+                    f"{self.path} is a symbolic link, not a lock file: refusing to follow it (it would "
+                    "overwrite the file it points to); remove the link and start again"
+                ) from None
+            if self.path.is_dir():
+                raise ValueError(
+                    f"{self.path} is a folder, not a lock file; remove it and start again"
+                ) from None
+            if isinstance(e, FileExistsError):
+                raise
+            raise ValueError(f"cannot open the lock file {self.path}: {e.strerror or e}") from None
 
     def _held_by(self) -> str:
         pid = self._read_pid()
@@ -161,7 +205,7 @@ class RunLock:
         except ImportError:  # Windows
             return self._acquire_exclusive_create()
         for _ in range(20):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open(os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -182,7 +226,7 @@ class RunLock:
     def _acquire_exclusive_create(self) -> RunLock:
         for _ in range(20):
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = self._open(os.O_RDWR | os.O_CREAT | os.O_EXCL)
             except FileExistsError:
                 pid = self._read_pid()
                 if pid is None or _pid_alive(pid):

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
+import os
 import re
 import sys
 import textwrap
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from rspo import envs
 from rspo import experiments as profiles
-from rspo.atomic import RunLockedError
+from rspo.atomic import RunLockedError, atomic_write_text
 
 HELP_TEXT = """Type the number of an admissible action, or any command as free text.
   e / expert   take the expert's next action      ?  / help  show this help
@@ -36,7 +38,30 @@ def _action_number(raw: str, n: int) -> int | None:
     return None
 
 
-def play(args: argparse.Namespace, read=input, write=print) -> int:
+def read_line(prompt: str) -> str:
+    """One line of input: ``input`` at a terminal; from a pipe or file at most MAX_LINE characters
+    (``rspo play < /dev/zero`` never ends a line: it read without end, filling memory). EOFError at
+    the end; a line too long or not UTF-8 is a one-line ValueError."""
+    if sys.stdin is None:
+        raise EOFError
+    if sys.stdin.isatty():
+        return input(prompt)
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    try:
+        line = sys.stdin.readline(MAX_LINE + 1)
+    except UnicodeDecodeError:
+        raise ValueError("standard input is not UTF-8 text; rspo play reads one action per line") from None
+    if not line:
+        raise EOFError
+    if len(line) > MAX_LINE and not line.endswith("\n"):
+        raise ValueError(
+            f"standard input: a line longer than {MAX_LINE} characters; rspo play reads one action per line"
+        )
+    return line.rstrip("\n")
+
+
+def play(args: argparse.Namespace, read=read_line, write=print) -> int:
     """An episode in the terminal: observation, admissible actions, rewards and progress each step."""
     env = envs.make(args.env, split=args.split, misalignment=args.misalignment, max_steps=args.max_steps)
     obs, info = env.reset(seed=args.seed, task_id=args.task_id)
@@ -95,6 +120,8 @@ def demo(args: argparse.Namespace, write=print) -> int:
     """Scripted baselines on every environment's evaluation splits: the expert and a random policy."""
     from rspo.envs.baselines import expert_policy, play_tasks, random_policy
 
+    out = Path(args.out)
+    check_out_folder(out)  # before the minutes of play, not after
     rows = []
     for name in envs.list_envs():
         for split in envs.env_class(name).eval_splits:
@@ -113,12 +140,24 @@ def demo(args: argparse.Namespace, write=print) -> int:
         )
     table = "\n".join(lines)
     write(table)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
-    (out / "results.md").write_text(table + "\n")
+    atomic_write_text(out / "results.json", json.dumps(rows, indent=1))
+    atomic_write_text(out / "results.md", table + "\n")
     write(f"\nwritten: {out / 'results.md'} and {out / 'results.json'}")
     return 0
+
+
+def check_out_folder(out: Path, flag: str = "--out") -> None:
+    """A one-line ValueError unless ``out`` is a folder or can be made one (``--out /etc/passwd``)."""
+    existing = out
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{flag} {out}: {existing} is a file, not a folder; choose another {flag}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{flag} {out}: cannot write in {existing} (permission denied); choose another {flag}"
+        )
 
 
 def list_cmd(args: argparse.Namespace, write=print) -> int:
@@ -129,6 +168,110 @@ def list_cmd(args: argparse.Namespace, write=print) -> int:
     return 0
 
 
+def cores() -> int:
+    """The CPU cores this process may use (``--threads`` is capped at it: 100000 threads segfaulted)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# the allowed range of every size-like number of the command line, checked at parse time (before,
+# --tasks-per-iter 1000000000 or --max-steps 10**21 ran until the machine ran out of memory or time):
+# TrainConfig's integer fields (tests/test_reliability2.py checks that each has one), the other commands'
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "seed": (0, 2**63 - 1),
+    "max_prompt_tokens": (1, 131_072),
+    "max_new_tokens": (1, 8192),
+    "micro_batch": (1, 4096),
+    "iterations": (1, 1_000_000),
+    "tasks_per_iter": (1, 4096),
+    "group_size": (1, 1024),
+    "task_pool": (0, 1_000_000),
+    "history": (-1, 1000),
+    "max_steps": (0, 10_000),
+    "resample_tries": (0, 100),
+    "buffer_groups": (1, 100_000),
+    "buffer_max_age": (0, 1_000_000),
+    "replay_groups": (1, 100_000),
+    "ppo_epochs": (1, 1000),
+    "minibatch_turns": (1, 1_000_000),
+    "eval_every": (0, 1_000_000),
+    "eval_tasks": (0, 1_000_000),
+    "checkpoint_every": (0, 1_000_000),
+    "threads": (0, -1),  # -1: this machine's cores (cores())
+    "limit": (0, 1_000_000),  # rspo demo
+}
+FLOAT_BOUNDS: dict[str, tuple[float, float]] = {
+    "temperature": (0.01, 1000.0),  # 1e-300 divided the logits into inf and nan
+}
+MAX_EPISODES = 65_536  # tasks_per_iter x group_size: environments built per iteration
+MAX_LINE = 4096  # characters of one line `rspo play` reads (stdin may be /dev/zero: no newline, ever)
+MAX_JSON_BYTES = 1 << 20  # a --config file or a model's config.json
+
+
+def bounds(name: str) -> tuple[int, int]:
+    lo, hi = INT_BOUNDS[name]
+    return lo, cores() if hi == -1 else hi
+
+
+def _range_text(name: str) -> str:
+    lo, hi = bounds(name)
+    return f"{lo}..{hi}" + (" (this machine's CPU cores)" if name == "threads" else "")
+
+
+def bounded_int(name: str):
+    """An argparse type: an integer in ``INT_BOUNDS[name]``, else one line with the range."""
+
+    def parse(text: str) -> int:
+        lo, hi = bounds(name)
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer in {_range_text(name)}, got {text!r}"
+            ) from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer in {_range_text(name)}, got {text}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def check_bounds(data: dict, where: str) -> None:
+    """The size-like fields of a TrainConfig's ``data`` (a --config file's too) within their ranges;
+    a one-line ValueError naming ``where`` (a file, or ``TrainConfig`` for the flags) and the range."""
+    sep = "." if where == "TrainConfig" else ": "
+    for name, value in data.items():
+        if name in INT_BOUNDS and isinstance(value, int) and not isinstance(value, bool):
+            lo, hi = bounds(name)
+            if not lo <= value <= hi:
+                raise ValueError(f"{where}{sep}{name} must be an integer in {_range_text(name)}, got {value}")
+        if name in FLOAT_BOUNDS and isinstance(value, int | float) and not isinstance(value, bool):
+            lo, hi = FLOAT_BOUNDS[name]
+            if not lo <= value <= hi:
+                raise ValueError(f"{where}{sep}{name} must be a number in [{lo:g}, {hi:g}], got {value}")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line, ``rspo: error: ...`` (without the usage, which for
+    ``rspo train`` is some fifty lines), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"rspo: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _unit_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text}")
+    return value
+
+
 def _json_object(text: str) -> dict:
     """A flag's JSON object (``--env-options '{"length": 7}'``), or argparse's one-line error."""
     import json
@@ -136,7 +279,9 @@ def _json_object(text: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not JSON ({err.msg}): {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not JSON ({err.msg}): {text[:80]!r}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"a JSON object is expected, e.g. '{{\"length\": 7}}', got {text!r}")
     return value
@@ -155,6 +300,8 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "str": str, "bool": bool, "dict": _json_object}[str(f.type)]
+        if f.name in INT_BOUNDS:
+            kind = bounded_int(f.name)
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         named = f"; one of: {', '.join(choices[f.name])}" if f.name in choices else ""
         help_ = f"{docs.get(f.name, '')} (default: {default!r}{named})"
@@ -178,12 +325,53 @@ def check_model(model: str, gguf_file: str = "") -> None:
     if path.exists():
         if gguf_file and path.is_dir() and not (path / gguf_file).is_file():
             raise ValueError(f"--gguf-file {gguf_file}: no such file in {model}; check the name")
+        if path.is_dir() and (path / "config.json").exists():
+            config = read_json_file(path / "config.json", f"--model {model}: its config.json")
+            if not isinstance(config, dict):
+                raise ValueError(f"--model {model}: its config.json is not a JSON object: not a model folder")
+            kind = config.get("model_type")
+            if kind is not None:
+                from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+                if not isinstance(kind, str) or kind not in CONFIG_MAPPING_NAMES:
+                    raise ValueError(
+                        f"--model {model}: its config.json names model_type {str(kind)[:60]!r}, which "
+                        "transformers does not know: not a model folder, or a damaged config.json"
+                    )
         return
     if not _HUB_ID.fullmatch(model) or ".." in model:
         raise ValueError(
             f"--model {model}: no such file or folder, and not a hub id (NAME or OWNER/NAME, e.g. "
             "Qwen/Qwen2.5-1.5B-Instruct); pass an existing local path or a hub id"
         )
+
+
+def read_json_file(path: Path, what: str):
+    """The JSON value in ``path``, read only if it is a regular file of at most MAX_JSON_BYTES; a
+    one-line ValueError (``what`` first) for a folder, a device, too big, not UTF-8, not JSON, or
+    nested too deeply."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ValueError(f"{what} ({path}): {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{what} ({path}) is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{what} ({path}) is not a regular file (a device or a pipe)")
+    if st.st_size > MAX_JSON_BYTES:
+        raise ValueError(f"{what} ({path}) is {st.st_size} bytes, over {MAX_JSON_BYTES}: not a config")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} ({path}) is not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{what} ({path}) is not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+        ) from None
+    except RecursionError:
+        raise ValueError(f"{what} ({path}) is JSON nested too deeply") from None
 
 
 def train_config(args: argparse.Namespace):
@@ -196,15 +384,30 @@ def train_config(args: argparse.Namespace):
 
     data = {}
     if args.config:
-        data = read_config_file(args.config)
+        path = Path(args.config)
+        if path.exists() and not path.is_dir():  # not a device, not huge (read_config_file reads it all)
+            read_json_file(path, "config file")
+        try:
+            data = read_config_file(args.config)
+        except RecursionError:
+            raise ValueError(f"config file {args.config} is JSON nested too deeply") from None
         error = unknown_fields_error(data)
         if error is not None:
             raise ValueError(f"config file {args.config}: {error}")
-    for f in dataclasses.fields(TrainConfig):
-        value = getattr(args, f.name, None)
-        if value is not None:
-            data[f.name] = value
+        check_bounds(data, f"config file {args.config}")
+    flags = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(TrainConfig)
+        if getattr(args, f.name, None) is not None
+    }
+    check_bounds(flags, "TrainConfig")  # the integers were checked by argparse; the temperature here
+    data.update(flags)
     cfg = TrainConfig.from_dict(data)
+    if cfg.tasks_per_iter * cfg.group_size > MAX_EPISODES:
+        raise ValueError(
+            f"tasks_per_iter x group_size = {cfg.tasks_per_iter * cfg.group_size} episodes per iteration, "
+            f"over {MAX_EPISODES}; choose smaller --tasks-per-iter or --group-size"
+        )
     check_model(cfg.model, cfg.gguf_file)
     check_run_dir(cfg, must_exist=cfg.resume)
     return cfg
@@ -227,7 +430,7 @@ def train(args: argparse.Namespace, write=print) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rspo",
         description="rspo kit: RL of multi-turn LLM agents with Reward-Swap Policy Optimization.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -250,10 +453,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("play", help="play an episode in the terminal")
     p.add_argument("env", choices=envs.list_envs())
     p.add_argument("--split", default="train")
-    p.add_argument("--seed", type=int, default=None, help="draws the task (same seed, same task)")
+    p.add_argument(
+        "--seed", type=bounded_int("seed"), default=None, help="draws the task (same seed, same task)"
+    )
     p.add_argument("--task-id", default=None, help="a task id, e.g. valid_seen/00003")
-    p.add_argument("--misalignment", type=float, default=0.0, help="process-reward misalignment knob, 0..1")
-    p.add_argument("--max-steps", type=int, default=None, help="horizon (default: the environment's)")
+    p.add_argument(
+        "--misalignment", type=_unit_float, default=0.0, help="process-reward misalignment knob, 0..1"
+    )
+    p.add_argument(
+        "--max-steps",
+        type=bounded_int("max_steps"),
+        default=None,
+        help="horizon (default: the environment's)",
+    )
     p.add_argument("--expert", action="store_true", help="let the expert play and watch")
     p.set_defaults(func=play)
 
@@ -266,8 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=train)
 
     p = sub.add_parser("demo", help="expert and random baselines on every environment's evaluation splits")
-    p.add_argument("--limit", type=int, default=0, help="tasks per split (0 = all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=bounded_int("limit"), default=0, help="tasks per split (0 = all)")
+    p.add_argument("--seed", type=bounded_int("seed"), default=0)
     p.add_argument("--out", default="runs/demo")
     p.set_defaults(func=demo)
 
@@ -328,7 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
         "when they match; 1 with the first differing value and the fingerprint fields that changed.",
     )
     p.add_argument("run", help="the archived run's folder (config.json, metrics.jsonl, fingerprint.json)")
-    p.add_argument("--iterations", type=int, default=2, help="iterations to replay (default: 2)")
+    p.add_argument(
+        "--iterations", type=bounded_int("iterations"), default=2, help="iterations to replay (default: 2)"
+    )
     p.add_argument("--out", default=None, help="where the replay trains (default: a new temporary folder)")
     p.add_argument(
         "--tolerance",
@@ -401,6 +615,24 @@ def main(argv: list[str] | None = None) -> int:
     except (RunLockedError, FloatingPointError) as err:  # another process on the run; a nan/inf update
         print(f"rspo: error: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # disk full, permission denied, a name too long ...: the file and the reason
+        where = f"{err.filename}: " if err.filename else ""
+        hint = (
+            "; free some space, then run again (rspo train: with --resume)"
+            if err.errno == errno.ENOSPC
+            else ""
+        )
+        print(f"rspo: error: {where}{err.strerror or err}{hint}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(
+            "rspo: error: out of memory; try a smaller --tasks-per-iter, --group-size, --micro-batch or model",
+            file=sys.stderr,
+        )
+        return 1
+    except RecursionError:
+        print("rspo: error: an input nested too deeply (JSON?) to read", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

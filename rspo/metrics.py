@@ -62,8 +62,12 @@ class MetricsLog:
     def read(self) -> list[dict]:
         if not self.path.exists():
             return []
+        try:
+            text = self.path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:  # the error names the file (before: only the codec's words)
+            raise ValueError(f"{self.path} is not UTF-8 text (byte {e.start}): damaged") from None
         rows = []
-        for number, line in enumerate(self.path.read_text().splitlines(), 1):
+        for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:

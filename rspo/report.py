@@ -21,6 +21,7 @@ import platform
 import time
 from pathlib import Path
 
+from rspo.atomic import atomic_write_text
 from rspo.report_html import Report, figures_blocks, page, render_notebooks
 from rspo.results import load_results
 
@@ -342,7 +343,7 @@ def write_report(
     )
     report.md("", "## Machine", "", f"- {machine_text()}", f"- {versions()}", "")
     report.md("## What is reconstructed", "", RECONSTRUCTION_NOTE, "")
-    (out / "report.md").write_text(report.markdown(), encoding="utf-8")
+    atomic_write_text(out / "report.md", report.markdown())  # a kill leaves the old report, never half
     text = page(f"rspo reproduce {profile}", header, report.html_body(), interactive)
-    (out / "report.html").write_text(text, encoding="utf-8")
+    atomic_write_text(out / "report.html", text)
     return out / "report.md"

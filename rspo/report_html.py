@@ -17,6 +17,8 @@ import json
 import re
 from pathlib import Path
 
+from rspo.atomic import atomic_write_text
+
 PLOTLY_JS = "plotly.min.js"  # beside the rendered notebooks
 
 
@@ -40,7 +42,10 @@ def figure_data(path: Path) -> dict | None:
 
 def plot_div(figure: dict, div_id: str) -> str:
     """A div and the script that draws ``figure`` into it (plotly.js loaded before)."""
-    payload = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")
+    # no "<", ">" or "&" left in the script: a string of the figure (a run name in a legend) can
+    # neither close the script ("</script>") nor open a comment ("<!--") that swallows the page
+    payload = json.dumps(figure, separators=(",", ":"))
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return (
         f'<div id="{div_id}" class="plot"></div>\n<script>(function() {{ var f = {payload}; '
         f'Plotly.newPlot("{div_id}", f.data, f.layout, {{"responsive": true}}); }})();</script>'
@@ -104,7 +109,7 @@ def render_notebook(path: Path, plotly_src: str = PLOTLY_JS) -> Path:
     )
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
     out = path.with_suffix(".html")
-    out.write_text(body, encoding="utf-8")
+    atomic_write_text(out, body)
     return out
 
 
@@ -113,7 +118,7 @@ def render_notebooks(out: Path, runs: list) -> dict[str, Path]:
     written once beside them; a notebook that cannot be rendered is left out (linked as .ipynb)."""
     import plotly.offline
 
-    (out / PLOTLY_JS).write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
+    atomic_write_text(out / PLOTLY_JS, plotly.offline.get_plotlyjs())
     rendered = {}
     for run in runs:
         try:
@@ -139,9 +144,14 @@ class Report:
         return "\n".join(md for md, _ in self.blocks).rstrip() + "\n"
 
     def html_body(self) -> str:
+        """The blocks as HTML: Markdown rendered with HTML escaped (a ``<script>`` in a run name, a note,
+        a claims cell or the status line is text on the page, never markup; before, mistune's
+        ``escape=False`` default let it run) and links to ``javascript:`` refused; a block's own HTML
+        as it is (its caller escapes what it puts in: :func:`figures_blocks`)."""
         import mistune
 
-        return "\n".join(h if h is not None else mistune.html(md) for md, h in self.blocks)
+        render = mistune.create_markdown(escape=True, plugins=["strikethrough", "footnotes", "table"])
+        return "\n".join(h if h is not None else render(md) for md, h in self.blocks)
 
 
 CSS = """

@@ -342,6 +342,27 @@ def published_runs(dest: str | Path) -> Path:
     return dest.parent.parent / "results" / dest.stem.removeprefix("results-") / "runs"
 
 
+def check_published_runs(where: Path) -> None:
+    """A one-line ValueError unless ``where`` is missing or holds only what
+    :func:`rspo.analysis.archive_runs` writes (run folders of ``config.json`` and ``metrics.jsonl``,
+    ``initial-<env>.json``): publishing replaces that folder, and must not remove what it did not write."""
+    if not where.exists():
+        return
+    if not where.is_dir():
+        raise ValueError(f"{where} is a file, where the published run logs go; move it or publish elsewhere")
+    from rspo.analysis import RUN_LOGS
+
+    for p in where.iterdir():
+        ours = (p.is_file() and p.name.startswith("initial-") and p.suffix == ".json") or (
+            p.is_dir() and all(q.name in RUN_LOGS and q.is_file() for q in p.iterdir())
+        )
+        if not ours:
+            raise ValueError(
+                f"{where} holds {p.name}, which no publication wrote: publishing replaces that folder; "
+                "move it, or publish elsewhere"
+            )
+
+
 def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None = None) -> Path:
     """Copy ``report`` (a ``report.md`` written by :func:`write_report`) to ``dest`` (e.g.
     ``docs/results-cpu.md``) for committing: its PNG figures go to a folder beside it named after it
@@ -353,14 +374,24 @@ def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None
     import re
     import shutil
 
+    from rspo.atomic import atomic_write_text
+
     report, dest = Path(report), Path(dest)
     if not report.is_file():
         raise FileNotFoundError(f"no report at {report}: run `rspo reproduce` first")
     if dest.suffix != ".md":
         raise ValueError(f"publish to a Markdown file (docs/results-<profile>.md), not {dest}")
     assets = dest.with_suffix("")
-    if assets.is_dir():
-        shutil.rmtree(assets)  # figures of an earlier publication
+    if assets.exists() and not assets.is_dir():
+        raise ValueError(f"{assets} is a file, where the report's figures go; move it or publish elsewhere")
+    if runs is not None:
+        check_published_runs(published_runs(dest))
+    if dest.is_file():  # the figures of an earlier publication: those its report links, nothing else
+        earlier = re.findall(rf"!\[[^\]]*\]\({re.escape(assets.name)}/([^/)\s]+\.png)\)", dest.read_text())
+        for name in earlier:
+            (assets / name).unlink(missing_ok=True)
+        if assets.is_dir() and not any(assets.iterdir()):
+            assets.rmdir()
     dest.parent.mkdir(parents=True, exist_ok=True)
 
     def link(m: re.Match) -> str:
@@ -377,7 +408,7 @@ def publish_report(report: str | Path, dest: str | Path, runs: str | Path | None
         return m.group(0)
 
     text = re.sub(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)", link, report.read_text())
-    dest.write_text(text)
+    atomic_write_text(dest, text)
     if runs is not None:
         from rspo.analysis import archive_runs
 

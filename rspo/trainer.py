@@ -156,6 +156,7 @@ class Trainer:
         self.spec = RewardSpec(cfg.outcome_scale, cfg.invalid_penalty, cfg.process_weight)
         self.iteration = 0
         self.env_steps = 0
+        self.run_id: str | None = None  # the run's identity, set by prepare_run_dir (rspo.checkpoint)
         self.log = MetricsLog(self.run_dir / "metrics.jsonl")
         # distinct successful trajectories found so far (task, actions): behaviour-space coverage
         self.successes: set[str] = set()
@@ -362,7 +363,7 @@ class Trainer:
 
         if "explorer" not in extra:
             raise ValueError("this checkpoint has no explorer state: it was not saved by an RSPO run")
-        load_trainable_state(self.explorer, extra["explorer"])
+        load_trainable_state(self.explorer, extra["explorer"], "checkpoint (explorer)")
         self.explorer_optimizer.load_state_dict(extra["explorer_optimizer"])
         self.buffer = ReplayBuffer.from_state(
             extra["buffer"], self.cfg.buffer_groups, self.cfg.buffer_max_age
@@ -436,7 +437,9 @@ class Trainer:
         The main process holds the run folder's lock (:class:`rspo.atomic.RunLock`) throughout, so a
         second process training the same folder fails at once; it is released however the run ends."""
         from rspo.atomic import RunLock
+        from rspo.checkpoint import check_run_name
 
+        check_run_name(self.cfg)  # before the lock makes the folder: a newline or too long a name
         with RunLock(self.run_dir) if self.dist.main else nullcontext():
             return self._run()
 

@@ -132,8 +132,11 @@ def test_publishing_again_replaces_the_old_figures(tmp_path):
     stale = tmp_path / "docs" / "results-cpu" / "old.png"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
+    dest.write_text("![old](results-cpu/old.png)\n")  # the earlier publication, which linked it
+    mine = stale.parent / "notes.txt"  # what no publication wrote stays (issue 32)
+    mine.write_text("mine")
     publish_report(report, dest)
-    assert not stale.exists() and (stale.parent / "curves.png").exists()
+    assert not stale.exists() and (stale.parent / "curves.png").exists() and mine.read_text() == "mine"
 
 
 def test_clear_errors(tmp_path):
