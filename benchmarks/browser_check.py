@@ -13,11 +13,18 @@ OUT is a ``rspo reproduce`` output folder (default ``runs/reproduce-smoke``; ``-
 3. opens ``report.html`` and the rendered notebooks ``NN_*.html`` as files: every figure drawn, with
    data, plotly.js present.
 
+4. checks what a reader of those pages would notice: every equation of a rendered notebook drawn (MathML
+   of non-zero size), and a curve that is 0 at every point only with a line under its figure that
+   says why (a number that reads 0 or a "never"/"nothing");
+5. builds a report whose every string field holds planted markup (``<script>``, ``<img onerror>``) and
+   opens it: nothing planted may run.
+
 It fails on a blank figure, a widget error, a console error or an uncaught page error, and on a
-widget whose figure does not change when it is moved. Requests to other hosts (the rendered
-notebooks' MathJax from a CDN) are answered empty and listed: this machine may be offline, and the
-check is about the kit's pages, not the CDN. Screenshots go to ``--shots`` (a page each, and each
-figure of the JupyterLab views). Exit status 0 when every check passed, 1 otherwise.
+widget whose figure does not change when it is moved. The network is blocked: a request to another
+host never leaves the machine (it is answered empty), and a static page (the report, a rendered notebook) that makes one fails - they must
+show everything offline; JupyterLab's own requests (it asks for news and extension listings) are
+listed as notes. Screenshots go to ``--shots`` (a page each, and each figure of the JupyterLab
+views). Exit status 0 when every check passed, 1 otherwise.
 
 Chromium: ``apt-get install chromium`` (Playwright's own browser download is not needed:
 ``--chromium`` names the executable, default ``/usr/bin/chromium``); Playwright: ``pip install -e
@@ -56,10 +63,14 @@ PLOTS_JS = """(root) => Array.from(document.querySelectorAll(root + ' .js-plotly
   const layers = ['scatter', 'bar', 'box', 'heatmap', 'contour', 'violin', 'image', 'pie', 'funnel', 'waterfall'];
   const marks = Array.from(gd.querySelectorAll(layers.map(l => `.${l}layer path, .${l}layer image`).join(', ')))
     .filter(e => e.tagName === 'image' || ((e.getAttribute('d') || '').length > 4)).length;
+  const zero = data.filter(t => t.visible !== false && t.y && t.y.length > 1 && t.mode !== 'none' &&
+    t.fill !== 'toself' && Array.from(t.y).every(v => v === 0)).map(t => t.name || 'a trace');
   const title = gd.layout && gd.layout.title ? (gd.layout.title.text || '') : '';
   const notes = ((gd.layout && gd.layout.annotations) || []).map(a => a.text).join(' | ');
   return {i, width: Math.round(r.width), height: Math.round(r.height), svg: !!gd.querySelector('svg.main-svg'),
-          traces: data.length, points, marks, title, notes};
+          traces: data.length, points, marks, title, notes, zero,
+          after: ((gd.closest('.jp-Cell') || {}).innerText || '') + ' ' +
+                 (((gd.closest('.jp-Cell') || {}).nextElementSibling || {}).innerText || '')};
 })"""
 
 
@@ -113,6 +124,14 @@ def check_plots(
                 where,
                 f"{label} is blank: {p['traces']} traces, {p['points']} data points, {p['marks']} marks",
             )
+        explained = re.search(r"\b0(\.0)?%|\bnever\b|\bnothing\b", p.get("after", ""))
+        for name in p.get("zero", []):
+            if explained:
+                result.notes.append(
+                    f"{where}: {label}: '{name}' is 0 throughout, and the text beside it says why"
+                )
+            else:
+                result.fail(where, f"{label}: '{name}' is 0 throughout with nothing beside it that says why")
         if shots is not None:
             page.locator(f"{root} .js-plotly-plot").nth(p["i"]).screenshot(
                 timeout=10_000, path=str(shots / f"{where}-fig{p['i'] + 1}.png")
@@ -140,6 +159,8 @@ class Browser:
         self.shots = shots
 
     def _stub(self, route) -> None:
+        """The network is blocked: a request to another host never leaves the machine; it is recorded
+        and answered empty (an aborted one would put a console error on JupyterLab's pages)."""
         self.external.add(route.request.url.split("?")[0])
         route.fulfill(status=200, body="", content_type="application/javascript")
 
@@ -328,9 +349,22 @@ def static_pages(browser: Browser, out: Path, result: Result) -> None:
             result.fail(where, f"{path} is missing")
             continue
         page = browser.page()
+        before = set(browser.external)
         page.goto(path.as_uri())
         page.wait_for_load_state("load")
         page.wait_for_timeout(1000)
+        for url in sorted(browser.external - before):
+            result.fail(where, f"the page asked the network for {url} (it must show everything offline)")
+        notebook = path.with_suffix(".ipynb")
+        if notebook.is_file() and has_equations(notebook):
+            drawn = page.evaluate(
+                "() => Array.from(document.querySelectorAll('math'))"
+                ".filter(m => m.getBoundingClientRect().width > 0).length"
+            )
+            if drawn == 0:
+                result.fail(where, "no equation drawn (the notebook's TeX should be MathML here)")
+            else:
+                result.ok(where, f"{drawn} equations drawn, offline")
         if path.name == "report.html":
             expected = len(re.findall(r'class="plot"', path.read_text()))
             if page.evaluate("() => typeof window.Plotly") != "object":
@@ -349,6 +383,67 @@ def static_pages(browser: Browser, out: Path, result: Result) -> None:
         page.screenshot(path=str(browser.shots / f"{where}.png"), full_page=True)
         report_errors(page, where, result)
         page.close()
+
+
+def has_equations(path: Path) -> bool:
+    """Whether the notebook ``path`` has TeX ($...$) in a Markdown cell."""
+    nb = json.loads(path.read_text())
+    return any(
+        re.search(r"\$[^$\n]+\$", "".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown"
+    )
+
+
+def plant(field: str) -> str:
+    """Markup that would run if a page put it in unescaped."""
+    return f"<script>window.pwned='{field}'</script><img src=x onerror=\"window.pwned='{field}'\">PWN-{field}"
+
+
+def planted_report(browser: Browser, tmp: Path, result: Result) -> None:
+    """A report written with planted markup in every string field that reaches the page (profile, status
+    line, notebook name, notes, claims head and cell, a figure's title), opened in Chromium: nothing
+    planted may run."""
+    import nbformat
+    import plotly.graph_objects as go
+
+    from rspo.report import write_report
+    from rspo.reproduce import NotebookRun
+    from rspo.results import save_results
+
+    out = tmp / "planted"
+    figures = out / "figures"
+    figures.mkdir(parents=True)
+    (out / "runs").mkdir()
+    for stem in ("00_quickstart", "05_analysis"):
+        nbformat.write(nbformat.v4.new_notebook(), out / f"{stem}.ipynb")
+    go.Figure(go.Bar(x=[plant("plot")], y=[1]), layout_title_text=plant("plot")).write_html(
+        figures / "05_planted.html", include_plotlyjs=True
+    )
+    save_results(figures, plant("notebook"), note=plant("note"), runs=[{"name": plant("run")}])
+    claims = {
+        "head": ["env", "m", "algo", plant("claims_head")],
+        "rows": [["detour", "0.1", "grpo", plant("cell")]],
+    }
+    save_results(figures, "05_analysis", claims=claims)
+    runs = [
+        NotebookRun(plant("notebook"), 3.0, out / "00_quickstart.ipynb"),
+        NotebookRun("05_analysis", 3.0, out / "05_analysis.ipynb"),
+    ]
+    write_report(plant("profile"), out, runs, out / "runs", [plant("status")], 10.0, render=False)
+    page = browser.page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: dialogs.append(d.message) or d.dismiss())
+    page.goto((out / "report.html").as_uri())
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(1000)
+    ran = page.evaluate("() => window.pwned || null")
+    shown = page.locator("body").inner_text().count("PWN-")
+    if ran or dialogs:
+        result.fail("planted-report", f"planted markup ran: window.pwned = {ran!r}, dialogs {dialogs}")
+    elif shown < 6:
+        result.fail("planted-report", f"only {shown} planted strings shown as text (expected every field)")
+    else:
+        result.ok("planted-report", f"markup planted in every string field shown as text ({shown}), none ran")
+    page.close()
 
 
 def guarded(name: str, result: Result, fn, *args) -> None:
@@ -381,6 +476,7 @@ def check(out: Path, shots: Path, chromium: str = CHROMIUM, lab: bool = True, wi
                 close_all = OPEN_JS.replace("await app.commands.execute('docmanager:open', {path});", "")
                 guarded("closing the notebooks", result, page.evaluate, close_all, "")  # kernels shut down
             guarded("static_pages", result, static_pages, browser, out, result)
+            guarded("planted_report", result, planted_report, browser, Path(tmp), result)
         finally:
             browser.close()
             if proc is not None:
@@ -390,7 +486,7 @@ def check(out: Path, shots: Path, chromium: str = CHROMIUM, lab: bool = True, wi
                 except subprocess.TimeoutExpired:
                     proc.kill()
             shutil.rmtree(out / "browser-live", ignore_errors=True)
-        result.notes += [f"answered empty (another host): {url}" for url in sorted(browser.external)]
+        result.notes += [f"blocked (another host): {url}" for url in sorted(browser.external)]
     return result
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rspo.analysis import Run, load_run
+from rspo.atomic import atomic_write_text
 from rspo.config import TrainConfig
 from rspo.envs.registry import ENVS, LAB
 from rspo.fingerprint import weights_fingerprint
@@ -242,7 +243,7 @@ def initial_eval(cfg: TrainConfig) -> dict:
     saved = [entry for entry in saved if entry["key"] != key]
     result = Trainer(probe, policy=policy).evaluate()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(saved + [{"key": key, "eval": result}], indent=1) + "\n")
+    atomic_write_text(path, json.dumps(saved + [{"key": key, "eval": result}], indent=1) + "\n")
     return result
 
 

@@ -598,6 +598,24 @@ def test_10_report_and_demo_outputs_are_written_atomically(tmp_path, monkeypatch
         write_report("smoke", rep, [], rep / "none", None, 1.0, render=False)
     assert (rep / "report.md").read_text() == (rep / "report.html").read_text() == "old"
     assert not list(rep.glob(".*.partial"))
+    # the initial evaluation a grid's runs share (initial-<env>.json), with the evaluation stubbed
+    import rspo.experiments as experiments
+    import rspo.trainer
+
+    class Probe:
+        def __init__(self, cfg, policy=None):
+            pass
+
+        def evaluate(self):
+            return {"eval/success": 0.5, "time/cpu_eval": 1.0}
+
+    monkeypatch.setattr(rspo.trainer, "load_policy", lambda cfg, device: object())
+    monkeypatch.setattr(rspo.trainer, "Trainer", Probe)
+    monkeypatch.setattr(experiments, "weights_fingerprint", lambda policy: "w")
+    (tmp_path / "initial-detour.json").write_text("[]")
+    with pytest.raises(KeyboardInterrupt):
+        experiments.initial_eval(TrainConfig(env="detour", out_dir=str(tmp_path)))
+    assert (tmp_path / "initial-detour.json").read_text() == "[]" and not list(tmp_path.glob(".*.partial"))
 
 
 # --- 11. the docs say what happens, line by line --------------------------------------------------------
