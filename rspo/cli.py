@@ -235,7 +235,7 @@ def train(args: argparse.Namespace, write=print) -> int:
     from rspo.trainer import Trainer
 
     trainer = Trainer(cfg)
-    if cfg.progress and trainer.dist.main:
+    if cfg.progress and getattr(trainer, "dist", None) is not None and trainer.dist.main:  # not a stub
         from rspo import plan
 
         rates = plan.probe(trainer)
