@@ -2,6 +2,14 @@
 
     python benchmarks/bench_throughput.py [--quick] [--models tiny smollm2] [--threads N]
         [--tasks B] [--group G] [--max-steps H] [--tiny-default] [--repeats R]
+    python benchmarks/bench_throughput.py --iteration [--algo A] [--reward R] [--tasks B] [--group G]
+        [--max-steps H] [--eval-tasks N] [--tiny-default] [--threads N]
+
+``--iteration``: where one training iteration's time goes - one iteration of :class:`~rspo.trainer.Trainer`
+(TrainConfig's sizes unless given: B 8 x G 4, horizon 50, 128 evaluation tasks per split; README's
+``--algo gigpo --reward rspo``) with its closing evaluation, and the seconds and share of rollout
+(learner + explorer), update (learner + explorer), evaluation and the rest (rewards, advantages,
+RSPO's replay scoring) from its metrics row (``time/*``).
 
 Models: the tiny offline model (``untrained_tiny_policy``; ``--tiny-default``: the warm-started
 default of :mod:`rspo.sft` if it is built - same speed) and SmolLM2-135M-Instruct from PyPI
@@ -424,6 +432,52 @@ def bench_model(key, policy, label, size, gflops, notes, repeats: int = 1) -> No
     )
 
 
+def bench_iteration(args) -> None:
+    """One Trainer iteration and its closing evaluation: seconds and shares by stage (module docstring)."""
+    from rspo.trainer import Trainer
+
+    sizes = {"tasks": "tasks_per_iter", "group": "group_size", "max_steps": "max_steps"}
+    sizes = {field: getattr(args, name) for name, field in sizes.items() if getattr(args, name) is not None}
+    if args.eval_tasks is not None:
+        sizes["eval_tasks"] = args.eval_tasks
+    notes: list = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = TrainConfig(
+            env=ENV,
+            algo=args.algo,
+            reward=args.reward,
+            iterations=1,
+            eval_every=1,
+            progress=False,
+            out_dir=tmp,
+            threads=args.threads,
+            **sizes,
+        )
+        size = {"micro": cfg.micro_batch, "new_tokens": cfg.max_new_tokens}
+        policy, label = load_tiny(args.tiny_default, size, notes)
+        if cfg.critic:
+            notes.append("ppo: the benchmark's policy has no value head; use grpo, gigpo or another")
+        # the evaluation before the first iteration is skipped (initial_eval): the closing one is timed
+        row = Trainer(cfg, policy=policy, initial_eval={}).run()[-1]
+    stages = {
+        "rollout": row["time/rollout"] + row.get("time/explorer_rollout", 0.0),
+        "update": row["time/update"] + row.get("time/explorer_update", 0.0),
+        "evaluation": row["time/eval"],
+    }
+    stages["other"] = row["time/iteration"] - sum(stages.values())
+    total = row["time/iteration"]
+    print(
+        f"one iteration of {label}: {cfg.algo} + {cfg.reward}, {cfg.tasks_per_iter} tasks x {cfg.group_size} "
+        f"copies, horizon {cfg.max_steps or 'default'}, {row['rollout/turns']} learner turns, "
+        f"{row['loss/turns']} update turns, evaluation {cfg.eval_tasks} tasks per split"
+    )
+    for name, seconds in stages.items():
+        print(f"  {name:10s} {seconds:8.1f} s  {100 * seconds / total:5.1f} %")
+    print(f"  {'total':10s} {total:8.1f} s  (CPU {row['time/cpu_iteration']:.1f} s)")
+    for note in notes:
+        print(note)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="torch threads")
@@ -436,7 +490,18 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, help="alternating ours/TRL runs, best kept (default 2, quick 1)"
     )
+    parser.add_argument("--iteration", action="store_true", help="one Trainer iteration's time by stage")
+    parser.add_argument("--algo", default="gigpo", help="--iteration: the algorithm (default gigpo)")
+    parser.add_argument("--reward", default="rspo", help="--iteration: the reward mode (default rspo)")
+    parser.add_argument(
+        "--eval-tasks", type=int, help="--iteration: evaluation tasks per split (default 128)"
+    )
     args = parser.parse_args()
+    if args.iteration:
+        torch.set_num_threads(args.threads)
+        print(machine())
+        bench_iteration(args)
+        return
     repeats = args.repeats or (1 if args.quick else 2)
     warnings.filterwarnings("ignore", category=FutureWarning)
     from transformers.utils import logging as hf_logging

@@ -374,9 +374,11 @@ def read_json_file(path: Path, what: str):
         raise ValueError(f"{what} ({path}) is JSON nested too deeply") from None
 
 
-def train_config(args: argparse.Namespace):
-    """The TrainConfig of ``rspo train``: the --config file, then the flags; every check that needs
-    no model (the file, the fields, --model, the run folder), each a one-line ValueError."""
+def train_config(args: argparse.Namespace, write=None):
+    """The TrainConfig of ``rspo train``: --profile's settings, the --config file, then the flags
+    (without a GPU and --profile, the sizes none of them set are :func:`rspo.plan.machine_sizes`'s,
+    said with ``write``); every check that needs no model (the file, the fields, --model, the run
+    folder), each a one-line ValueError."""
     import dataclasses
 
     from rspo.checkpoint import check_run_dir
@@ -402,6 +404,7 @@ def train_config(args: argparse.Namespace):
     }
     check_bounds(flags, "TrainConfig")  # the integers were checked by argparse; the temperature here
     data.update(flags)
+    data = _sized(args, data, write)  # --profile, or the machine's sizes where no flag or file set one
     cfg = TrainConfig.from_dict(data)
     if cfg.tasks_per_iter * cfg.group_size > MAX_EPISODES:
         raise ValueError(
@@ -413,12 +416,39 @@ def train_config(args: argparse.Namespace):
     return cfg
 
 
+def _sized(args: argparse.Namespace, data: dict, write=None) -> dict:
+    """``data`` (the --config file and flags) over --profile's settings or, without a GPU, the sizes
+    of :func:`rspo.plan.machine_sizes` (the line that says which is written with ``write``)."""
+    from rspo import plan
+    from rspo.config import TrainConfig
+
+    env, reward = data.get("env", TrainConfig.env), data.get("reward", TrainConfig.reward)
+    if getattr(args, "profile", None):
+        return {**profiles.profile_settings(args.profile, env, reward), **data}
+    sizes, note = plan.machine_sizes(env, reward, data, data.get("device", TrainConfig.device))
+    if note and write is not None:
+        write(note)
+    return {**sizes, **data}
+
+
 def train(args: argparse.Namespace, write=print) -> int:
-    """Build a TrainConfig from --config and flags, check it and its run folder, and run the trainer."""
-    cfg = train_config(args)  # before the trainer's import and any model: errors come at once
+    """Build a TrainConfig from --config and flags, check it and its run folder, and run the trainer
+    (with a progress bar on: its plan, a measured estimate and stage lines, :mod:`rspo.plan`)."""
+    cfg = train_config(args, write)  # before the trainer's import and any model: errors come at once
     from rspo.trainer import Trainer
 
-    rows = Trainer(cfg).run()
+    trainer = Trainer(cfg)
+    if cfg.progress and getattr(trainer, "dist", None) is not None and trainer.dist.main:  # not a stub
+        from rspo import plan
+
+        rates = plan.probe(trainer)
+        est = plan.estimate(trainer, rates)
+        write(plan.plan_text(trainer, est, rates))
+        trainer.progress_lines = True  # the stage lines replace the trainer's bar
+        with plan.Progress(trainer, est, write):
+            rows = trainer.run()
+    else:
+        rows = trainer.run()
     evals = [r for r in rows if "eval/success" in r]
     if evals:
         first, last = evals[0], evals[-1]
@@ -475,6 +505,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a policy. Every TrainConfig field is a flag; see docs/training.md.",
     )
     _add_config_flags(p)
+    p.add_argument(
+        "--profile",
+        default=None,
+        choices=list(profiles.PROFILE_COMMON),
+        help="start from a profile's settings for --env and --reward (rspo.experiments; flags and "
+        "--config override them; default: on a CPU the quick profile's sizes, on a GPU TrainConfig's)",
+    )
     p.set_defaults(func=train)
 
     p = sub.add_parser("demo", help="expert and random baselines on every environment's evaluation splits")

@@ -79,17 +79,23 @@ def run_config(
 ) -> TrainConfig:
     """The TrainConfig of one run at a profile's scale; evaluation before the first and after the last
     iteration; ``overrides`` last (ablations, sweeps)."""
-    if profile not in PROFILE_COMMON:
-        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILE_COMMON)}")
-    spec = ENVS.get(env)  # an unknown env: TrainConfig names the choices
-    base = {**PROFILE_COMMON[profile], **(spec.profiles.get(profile, {}) if spec else {})}
-    by_reward = base.pop("by_reward", {})  # settings of one reward mode only (e.g. RSPO's swap_budget)
-    settings = {**base, **by_reward.get(reward, {}), **overrides}
+    settings = {**profile_settings(profile, env, reward), **overrides}
     iterations = settings.get("iterations", TrainConfig.iterations)
     settings.setdefault("eval_every", iterations)
     settings.setdefault("checkpoint_every", max(1, iterations // 8))
     settings.setdefault("progress", False)
     return TrainConfig(env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out_dir), **settings)
+
+
+def profile_settings(profile: str, env: str, reward: str) -> dict:
+    """A profile's TrainConfig settings for ``env`` and ``reward``: the profile's common ones, then the
+    environment's (its registry entry), then those of the reward mode (``by_reward``)."""
+    if profile not in PROFILE_COMMON:
+        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILE_COMMON)}")
+    spec = ENVS.get(env)  # an unknown env: TrainConfig names the choices
+    base = {**PROFILE_COMMON[profile], **(spec.profiles.get(profile, {}) if spec else {})}
+    by_reward = base.pop("by_reward", {})  # settings of one reward mode only (e.g. RSPO's swap_budget)
+    return {**base, **by_reward.get(reward, {})}
 
 
 def grid_configs(profile: str, out_dir, envs, algos, rewards, seeds, **overrides) -> list[TrainConfig]:

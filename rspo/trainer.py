@@ -157,6 +157,7 @@ class Trainer:
         self.iteration = 0
         self.env_steps = 0
         self.run_id: str | None = None  # the run's identity, set by prepare_run_dir (rspo.checkpoint)
+        self.progress_lines = False  # rspo train's stage lines (rspo.plan.Progress) instead of the bar
         self.log = MetricsLog(self.run_dir / "metrics.jsonl")
         # distinct successful trajectories found so far (task, actions): behaviour-space coverage
         self.successes: set[str] = set()
@@ -463,7 +464,7 @@ class Trainer:
             if main:
                 self.log.write({"iteration": 0, "rollout/env_steps": 0, **first})
         bar = None
-        if cfg.progress and main:
+        if cfg.progress and main and not self.progress_lines:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.iterations, initial=self.iteration, desc=cfg.name, unit="it")
