@@ -305,13 +305,16 @@ def run_story(runs: dict, level: float = 0.25) -> list[str]:
 
 def by_reward(runs) -> dict[tuple, dict[str, list]]:
     """Finished runs grouped by (env, algo, misalignment) and then reward mode (ablations left out:
-    only runs whose name is ``<env>-<algo>-<reward>-s<seed>``)."""
+    only runs under their default name, ``<env>-<algo>-<reward>-s<seed>``); RSPO's budget-matched
+    form (``<env>-<algo>-rspo-matched-s<seed>``) is a mode of its own, ``rspo-matched``."""
     groups: dict[tuple, dict[str, list]] = {}
     for run in runs:
         cfg = run.config
-        if not run.finished or cfg.name != f"{cfg.env}-{cfg.algo}-{cfg.reward}-s{cfg.seed}":
+        matched = cfg.reward == "rspo" and cfg.swap_budget == "matched"
+        mode = "rspo-matched" if matched else cfg.reward
+        if not run.finished or cfg.name != f"{cfg.env}-{cfg.algo}-{mode}-s{cfg.seed}":
             continue
-        groups.setdefault((cfg.env, cfg.algo, cfg.misalignment), {}).setdefault(cfg.reward, []).append(run)
+        groups.setdefault((cfg.env, cfg.algo, cfg.misalignment), {}).setdefault(mode, []).append(run)
     return groups
 
 
@@ -354,40 +357,44 @@ def claims_table(
     lines = []
     order = {a: i for i, a in enumerate(algos)}
     for env, algo, m in sorted(groups, key=lambda k: (k[0], k[2], order.get(k[1], 99), k[1])):
-        outcome, dense, rspo = baselines(groups, env, algo, m)
-        if not (outcome and dense and rspo):
-            continue
-        d = decide(outcome, dense, rspo, boot, with_a=m == 0.0)
-        # (a) compares dense with outcome at m = 0 only (the protocol's P1): at another m the cell says so
-        a = "n/a: decided at m = 0" if m != 0.0 else d["a_verdict"] + (f": {fmt(d['a'])}" if d["a"] else "")
-        cells = []
-        for view in ("steps", "iterations"):
-            v = d[view]
-            cells.append(
-                (
-                    f"{v['b_verdict']}: {fmt(v['b'], 0, 100)}",
-                    c_cell(v),
-                )
-            )
-        short = (
-            f" [baselines end at {d['baseline_steps'] / d['rspo_steps']:.0%} of RSPO's steps]"
-            if d["short"]
-            else ""
-        )
-        lines.append(
-            [
-                env,
-                f"{m:g}",
-                algo,
-                "/".join(map(str, d["seeds"])),
-                a,
-                cells[0][0] + short,
-                cells[0][1],
-                cells[1][1],
-                captured_cell(outcome, dense, rspo, boot),
-            ]
-        )
+        outcome, dense, _ = baselines(groups, env, algo, m)
+        for form in ("rspo", "rspo-matched"):  # each RSPO form its own row (protocol 2: never pooled)
+            rspo = groups[(env, algo, m)].get(form, [])
+            if outcome and dense and rspo:
+                lines.append(_claims_line(env, algo, m, outcome, dense, rspo, boot, form))
     return head, lines
+
+
+def _claims_line(env, algo, m, outcome, dense, rspo, boot, form) -> list[str]:
+    """One line of :func:`claims_table`; the algo cell names a form other than the default one."""
+    d = decide(outcome, dense, rspo, boot, with_a=m == 0.0)
+    # (a) compares dense with outcome at m = 0 only (the protocol's P1): at another m the cell says so
+    a = "n/a: decided at m = 0" if m != 0.0 else d["a_verdict"] + (f": {fmt(d['a'])}" if d["a"] else "")
+    cells = []
+    for view in ("steps", "iterations"):
+        v = d[view]
+        cells.append(
+            (
+                f"{v['b_verdict']}: {fmt(v['b'], 0, 100)}",
+                c_cell(v),
+            )
+        )
+    short = (
+        f" [baselines end at {d['baseline_steps'] / d['rspo_steps']:.0%} of RSPO's steps]"
+        if d["short"]
+        else ""
+    )
+    return [
+        env,
+        f"{m:g}",
+        algo if form == "rspo" else f"{algo} ({form.removeprefix('rspo-')})",
+        "/".join(map(str, d["seeds"])),
+        a,
+        cells[0][0] + short,
+        cells[0][1],
+        cells[1][1],
+        captured_cell(outcome, dense, rspo, boot),
+    ]
 
 
 def captured_cell(outcome: list, dense: list, rspo: list, boot: int = 2000) -> str:

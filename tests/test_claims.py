@@ -203,3 +203,36 @@ def test_run_story_computes_every_number_and_direction_from_the_runs():
     ppo = _story_run("rspo", _story_rows([0.0, 0.0, 0.5], explorer=[0.5] * 3, handed=[1, 1, 1]), algo="ppo")
     text = " ".join(lp.run_story({"rspo": ppo}))
     assert "For its first 2 iterations" in text and "group-relative" not in text
+
+
+def test_the_budget_matched_form_is_its_own_claims_row():
+    """The quick profile's RSPO runs are budget-matched (``...-rspo-matched-s<seed>``): the claims table
+    has their row, named by the form, and never pools the two forms (notebook 05 found none before)."""
+    from pathlib import Path
+
+    from rspo.analysis import Run
+    from rspo.config import TrainConfig
+
+    def run(reward, seed, final, budget="extra", m=0.1):
+        cfg = TrainConfig(
+            env="detour",
+            algo="grpo",
+            reward=reward,
+            seed=seed,
+            misalignment=m,
+            iterations=2,
+            swap_budget=budget,
+        )
+        rows = [{"iteration": 0, "eval/success": 0.0}] + [
+            {"iteration": it, "rollout/env_steps": 100 * it, "rollout/success": final, "eval/success": final}
+            for it in (1, 2)
+        ]
+        return Run(Path("x"), cfg, rows)
+
+    runs = [run("outcome", s, 0.5, m=0.0) for s in range(3)] + [run("dense", s, 0.2) for s in range(3)]
+    runs += [run("rspo", s, 0.9, "matched") for s in range(3)] + [run("rspo", s, 0.1) for s in range(3)]
+    groups = lp.by_reward(runs)
+    assert sorted(groups[("detour", "grpo", 0.1)]) == ["dense", "rspo", "rspo-matched"]
+    _, lines = lp.claims_table(runs, boot=200)
+    assert [line[2] for line in lines] == ["grpo", "grpo (matched)"]
+    assert lines[0][6].startswith("no:") and lines[1][6].startswith("yes:")
