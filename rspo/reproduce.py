@@ -206,24 +206,29 @@ def run_notebooks(
     ensure_warm_starts(profile, write, env)
     if not finished_only and not selected:
         ensure_table_runs(profile, out, write, env)
+    from rspo.sft import heartbeat
+
     done = []
     paths = notebooks(selected)
     for k, path in enumerate(paths, 1):
         output = out / path.name
         write(f"[{k}/{len(paths)}] {path.name} ...")
         t0 = time.perf_counter()
+        # papermill's bar moves per cell: a cell that trains (notebook 06: about 100 s) would leave it
+        # still, so a line every 20 s says the notebook is running
         try:
-            papermill.execute_notebook(
-                str(path),
-                str(output),
-                parameters=parameters(profile, path, out, finished_only, env),
-                cwd=str(ROOT),
-                kernel_name="python3",
-                progress_bar=True,  # one bar of executed cells in the terminal
-                # the kernel's errors only: not its "running over TCP without encryption" warning,
-                # printed once per notebook (the kernel listens on localhost only)
-                extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            )
+            with heartbeat(f"{path.name} running", announce=False):
+                papermill.execute_notebook(
+                    str(path),
+                    str(output),
+                    parameters=parameters(profile, path, out, finished_only, env),
+                    cwd=str(ROOT),
+                    kernel_name="python3",
+                    progress_bar=True,  # one bar of executed cells in the terminal
+                    # the kernel's errors only: not its "running over TCP without encryption" warning,
+                    # printed once per notebook (the kernel listens on localhost only)
+                    extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                )
         except papermill.PapermillExecutionError as err:
             raise _failure(path, output, err) from None
         seconds = time.perf_counter() - t0

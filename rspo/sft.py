@@ -340,12 +340,14 @@ def evaluate_greedy(
 
 
 @contextlib.contextmanager
-def heartbeat(what: str, every: float = 20.0, stream=None):
-    """Say ``what`` on ``stream`` (stderr) now and every ``every`` seconds until the block ends, with
-    the time so far: a step that is silent for minutes looks hung."""
+def heartbeat(what: str, every: float = 20.0, stream=None, announce: bool = True):
+    """Say ``what`` on ``stream`` (stderr) now (unless not ``announce``: the caller said it) and every
+    ``every`` seconds until the block ends, with the time so far: a step that is silent for minutes
+    looks hung."""
     stream = stream or sys.stderr
     stop, t0 = threading.Event(), time.perf_counter()
-    print(f"{what} ...", file=stream, flush=True)
+    if announce:
+        print(f"{what} ...", file=stream, flush=True)
 
     def beat():
         while not stop.wait(every):

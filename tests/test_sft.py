@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import torch
@@ -212,3 +213,16 @@ def test_the_warm_starts_silent_data_phase_says_what_runs(monkeypatch):
     with pytest.raises(RuntimeError, match="stop here"):
         sft.warm_start(object(), sft.default_config("detour"))
     assert said == ["warm start of detour: playing and tokenizing the demonstrations"]
+
+
+def test_a_heartbeat_can_leave_the_opening_line_to_its_caller():
+    """rspo reproduce says "[k/n] NN.ipynb ..." itself; its heartbeat only adds the beats."""
+    import io
+
+    from rspo.sft import heartbeat
+
+    out = io.StringIO()
+    with heartbeat("05 running", every=0.05, stream=out, announce=False):
+        time.sleep(0.2)
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.startswith("  ... 05 running: ") for line in lines)
