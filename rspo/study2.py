@@ -475,7 +475,7 @@ def scan_results(root, boot: int = 2000) -> dict[str, dict]:
     return out
 
 
-def finding(root, boot: int = 2000) -> list[str]:
+def finding(root, boot: int = 2000, claims: dict | None = None) -> list[str]:
     """Sentences on the scan and the confirmations in ``root``, each computed from the gate's numbers:
     per stage, how many settings pass the scan's rule and which part of it each failing one misses."""
     lines = []
@@ -521,7 +521,8 @@ def finding(root, boot: int = 2000) -> list[str]:
                     f"dense reaches {REACH:.0%} on {g['reach']} of {g['seeds'][1]}: the gate "
                     + (f"passes: {name} is the chosen setting." if gate_pass(g) else "fails.")
                 )
-    for setting, (_, rows, _) in rspo_claims(root, boot).items():
+    claims = rspo_claims(root, boot) if claims is None else claims  # (the bootstraps: seconds)
+    for setting, (_, rows, _) in claims.items():
         lines += rspo_sentences(setting, rows)
     if scans and not any(ranked(r) for r in scans.values()) and len(scans) == len(STAGES):
         lines.append(
@@ -582,8 +583,8 @@ def finding_markdown(root, boot: int = 2000) -> str:
     shows between ``<!-- study2 -->`` markers (a test keeps the copy equal to this)."""
     from rspo.analysis import to_markdown
 
-    lines = finding(root, boot)
-    claims = rspo_claims(root, boot)
+    claims = rspo_claims(root, boot)  # once: finding's sentences and the tables read the same claims
+    lines = finding(root, boot, claims)
     # the headline first, in bold: what RSPO did where its premises hold ((c)'s verdicts, counted)
     out = [f"**{rspo_sentences(setting, rows)[0]}**\n" for setting, (_, rows, _) in claims.items()]
     for line in lines:
