@@ -4,7 +4,7 @@
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
         [--set key=value ...] [--ablations] [--table-only] [--markdown] [--diagnose] [--restore [DIR]]
 
-Each run is ``rspo train`` with the profile's settings (``rspo.experiments.TRAIN_PROFILES``, shared with
+Each run is ``rspo train`` with the profile's settings (``rspo.profiles.TRAIN_PROFILES``, shared with
 the notebooks of ``rspo reproduce``) from the warm-started tiny
 default, greedy evaluation before the first and after the last iteration. Runs go one after another
 in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<algo>-<reward>-s<seed>/``:
@@ -15,7 +15,7 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
   tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.experiments``);
 - ``--ablations`` adds the profile's ablation runs (notebook 05's: RSPO on GRPO with one setting
   changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads; for
-  the lab, the protocol's ablation rows (``rspo.experiments.LAB_ABLATIONS``) at every seed given;
+  the lab, the protocol's ablation rows (``rspo.profiles.LAB_ABLATIONS``) at every seed given;
 - ``--table-only`` prints the table from what is on disk; ``--diagnose`` adds what the training rows
   say (``rspo.analysis.diagnostics_table``: rollout success, process return, RSPO's explorer and replay);
 - ``--restore`` first puts back the finished runs whose logs were published with a report
@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 from rspo.config import TrainConfig  # noqa: E402
 from rspo.envs import list_envs  # noqa: E402
-from rspo.experiments import TRAIN_PROFILES, grid_configs  # noqa: E402
+from rspo.experiments import grid_configs  # noqa: E402
+from rspo.profiles import TRAIN_PROFILES  # noqa: E402
 
 
 def finished_runs(configs: list[TrainConfig]) -> list:
@@ -157,7 +158,8 @@ def main() -> None:
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = grid_configs(args.profile, out, args.envs, args.algos, args.rewards, args.seeds, **overrides)
     if args.ablations:  # as rspo reproduce --profile <profile> trains them (rspo.reproduce.table_parameters)
-        from rspo.experiments import LAB_ABLATIONS, ablation_configs
+        from rspo.experiments import ablation_configs
+        from rspo.profiles import LAB_ABLATIONS
         from rspo.reproduce import table_parameters
 
         if args.profile == "lab":  # no notebook reads the lab's ablations: the protocol's list, every seed

@@ -403,9 +403,9 @@ def check_loadable(trainer, state: dict, path: Path) -> None:
     for key in ("explorer", "explorer_optimizer", "buffer"):
         if key not in extra:
             raise ValueError(f"{path}: the checkpoint has no {key} state: it was not saved by an RSPO run")
-    check_trainable_state(trainer.explorer, extra["explorer"], str(path), "explorer")
+    check_trainable_state(trainer.explorer.policy, extra["explorer"], str(path), "explorer")
     check_optimizer_state(
-        trainer.explorer_optimizer, extra["explorer_optimizer"], str(path), "explorer optimizer"
+        trainer.explorer.optimizer, extra["explorer_optimizer"], str(path), "explorer optimizer"
     )
     from rspo.swap import ReplayBuffer
 

@@ -13,8 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from rspo import envs
-from rspo import experiments as profiles
+from rspo import envs, profiles
 from rspo.atomic import RunLockedError, atomic_write_text
 
 HELP_TEXT = """Type the number of an admissible action, or any command as free text.
@@ -508,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile",
         default=None,
-        choices=list(profiles.PROFILE_COMMON),
+        choices=list(profiles.TRAIN_PROFILES),
         help="start from a profile's settings for --env and --reward (rspo.experiments; flags and "
         "--config override them; default: on a CPU the quick profile's sizes, on a GPU TrainConfig's)",
     )

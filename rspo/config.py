@@ -19,8 +19,8 @@ from rspo.registry import ACTION_MODES, EPISODE_STATS, LOSS_AGG, NORMALIZE
 # these tuples are their names at import; validation reads the registries themselves
 ENVS = tuple(envs.list_envs())
 ALGOS = registry.algorithms()
-REWARDS = ("outcome", "dense", "rspo")
-SWAP_VARIANTS = ("offpolicy", "mixed", "schedule")
+REWARDS = registry.reward_choices()  # the reward modes (registry.REWARD_MODES) and "rspo", the swap
+SWAP_VARIANTS = tuple(registry.SWAP_VARIANTS)  # RSPO's variants (registry.SWAP_VARIANTS)
 SWAP_BUDGETS = ("extra", "matched")
 REPLAY_SELECT = ("uniform", "signal")
 NO_SIGNAL = ("keep", "skip", "resample")
@@ -37,11 +37,11 @@ def field_choices() -> dict[str, tuple[str, ...]]:
     return {
         "env": tuple(envs.list_envs()) + tuple(n for n in envs.ADAPTERS.names() if n not in envs.ENVS),
         "algo": registry.algorithms(),
-        "reward": REWARDS,
+        "reward": registry.reward_choices(),
         "action_mode": ACTION_MODES,
         "show_admissible": SHOW_ADMISSIBLE,
         "no_signal": NO_SIGNAL,
-        "swap_variant": SWAP_VARIANTS,
+        "swap_variant": tuple(registry.SWAP_VARIANTS),
         "swap_budget": SWAP_BUDGETS,
         "replay_select": REPLAY_SELECT,
         "adv_norm": NORMALIZE,
@@ -274,16 +274,19 @@ class TrainConfig:
 
     @property
     def uses_explorer(self) -> bool:
-        """RSPO with a second (explorer) policy: the offpolicy and mixed variants."""
-        return self.reward == "rspo" and self.swap_variant in ("offpolicy", "mixed")
+        """RSPO with a second (explorer) policy: a variant with a hand-over (offpolicy, mixed)."""
+        return self.reward == registry.SWAP and registry.SWAP_VARIANTS.entry(self.swap_variant).explorer
 
     def reward_at(self, iteration: int) -> str:
         """The reward mode the learner trains on at ``iteration`` (rspo: outcome; schedule: dense first)."""
-        if self.reward != "rspo":
+        if self.reward != registry.SWAP:
             return self.reward
-        if self.swap_variant == "schedule" and iteration < round(self.schedule_frac * self.iterations):
-            return "dense"
-        return "outcome"
+        learner, dense = registry.SWAP_REWARDS
+        if registry.SWAP_VARIANTS.entry(self.swap_variant).dense_first and iteration < round(
+            self.schedule_frac * self.iterations
+        ):
+            return dense
+        return learner
 
     @property
     def estimator(self) -> str:

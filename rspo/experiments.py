@@ -1,11 +1,5 @@
-"""Experiments: the training profiles, the grids of runs they name, and training them.
+"""Experiments: the runs a profile names (:mod:`rspo.profiles`), and training them.
 
-One place for what a profile is (docs/design.md §9):
-
-- :data:`TRAIN_PROFILES`: the training scale of each profile (``quick``, ``cpu``, ``gpu``, ``lab``,
-  ``smoke``), per environment, on top of :class:`rspo.config.TrainConfig`'s defaults;
-- :data:`PROFILES`: what ``rspo reproduce`` injects into each notebook for a profile, with
-  :data:`PROFILE_NOTES`, :data:`SHARED_RUNS` and :data:`TRAIN_WORKERS`;
 - :func:`run_config`, :func:`grid_configs`, :func:`ablation_configs`: the runs of a profile;
 - :func:`ensure_run`, :func:`gather_runs`, :func:`train_runs`: a run finished - loaded, resumed or
   trained - and many of them, several at a time, with progress in the terminal.
@@ -21,57 +15,8 @@ from pathlib import Path
 from rspo.analysis import Run, load_run
 from rspo.atomic import atomic_write_text
 from rspo.config import TrainConfig
-from rspo.envs.registry import ENVS, LAB
 from rspo.fingerprint import weights_fingerprint
-
-ROOT = Path(__file__).resolve().parents[1]
-
-# training scales shared by the notebooks (``rspo reproduce``) and ``benchmarks/bench_learning.py``:
-# per profile, settings for every environment ("common") on top of TrainConfig's, and each
-# environment's own on top of those - from its registry entry (rspo.envs.registry, EnvSpec.profiles)
-PROFILE_COMMON: dict[str, dict] = {
-    # the whole story at small scale (make reproduce): the lab at study 2's chosen setting
-    # (rspo.envs.registry.QUICK_LAB), where outcome is slow and dense is biased; household and shop at
-    # toy scale for the notebooks' env parameter
-    "quick": dict(iterations=4, tasks_per_iter=4, group_size=2, no_signal="skip", threads=1),
-    # the CPU table: at most 15 minutes per run on a 2-core machine, two runs at a time. Sized by the
-    # slowest combination, PPO + RSPO in household (two policies, PPO trains every turn): no KL term
-    # (kl_coef 0, as DAPO and Dr. GRPO drop it; the other profiles keep 0.01), 4 replayed groups per
-    # RSPO update, household horizon 20 and 8 iterations. docs/results.md "Does every method learn?"
-    # has the measurements behind these choices and the previous profile's results.
-    "cpu": dict(tasks_per_iter=8, group_size=4, no_signal="skip", threads=1, kl_coef=0.0, replay_groups=4),
-    # one GPU, a 0.5-1.5B instruct model with LoRA in generate mode (GiGPO's scale, fewer iterations)
-    "gpu": dict(
-        model="Qwen/Qwen2.5-1.5B-Instruct",
-        lora=True,
-        action_mode="generate",
-        tasks_per_iter=16,
-        group_size=8,
-        iterations=60,
-        lr=1e-5,
-        micro_batch=8,
-        minibatch_turns=128,
-    ),
-    # the credit-assignment lab (LAB, the detour entry's); m from --set misalignment=...
-    "lab": LAB,
-    # seconds: for testing the scripts that run profiles
-    "smoke": dict(iterations=2, tasks_per_iter=2, group_size=2, no_signal="skip", threads=1),
-}
-
-
-def train_profiles() -> dict[str, dict[str, dict]]:
-    """Per profile, ``{"common": settings, <env>: settings}`` for every registered environment that
-    names the profile in its entry (``EnvSpec.profiles``)."""
-    return {
-        profile: {
-            "common": common,
-            **{env: spec.profiles[profile] for env, spec in ENVS.items() if profile in spec.profiles},
-        }
-        for profile, common in PROFILE_COMMON.items()
-    }
-
-
-TRAIN_PROFILES: dict[str, dict[str, dict]] = train_profiles()
+from rspo.profiles import profile_settings
 
 
 def run_config(
@@ -85,17 +30,6 @@ def run_config(
     settings.setdefault("checkpoint_every", max(1, iterations // 8))
     settings.setdefault("progress", False)
     return TrainConfig(env=env, algo=algo, reward=reward, seed=seed, out_dir=str(out_dir), **settings)
-
-
-def profile_settings(profile: str, env: str, reward: str) -> dict:
-    """A profile's TrainConfig settings for ``env`` and ``reward``: the profile's common ones, then the
-    environment's (its registry entry), then those of the reward mode (``by_reward``)."""
-    if profile not in PROFILE_COMMON:
-        raise ValueError(f"unknown profile {profile!r}; choose one of: {', '.join(PROFILE_COMMON)}")
-    spec = ENVS.get(env)  # an unknown env: TrainConfig names the choices
-    base = {**PROFILE_COMMON[profile], **(spec.profiles.get(profile, {}) if spec else {})}
-    by_reward = base.pop("by_reward", {})  # settings of one reward mode only (e.g. RSPO's swap_budget)
-    return {**base, **by_reward.get(reward, {})}
 
 
 def grid_configs(profile: str, out_dir, envs, algos, rewards, seeds, **overrides) -> list[TrainConfig]:
@@ -128,73 +62,6 @@ def ablation_configs(profile: str, out_dir, envs, ablations, seeds, **overrides)
         for env in envs
         for extra in ablations
     ]
-
-
-# per profile: parameters for every notebook ("*") and per notebook stem; a notebook gets only the
-# parameters its parameters cell declares. "profile" names the training scale (TRAIN_PROFILES above).
-BASE_ALGOS = ["grpo", "ppo", "gigpo"]
-SWAP_VARIANTS = [{"swap_variant": "mixed"}, {"swap_variant": "schedule"}]
-CPU_ABLATIONS = SWAP_VARIANTS + [
-    {"swap_lambda": 0.5},
-    {"swap_lambda": 2.0},
-    {"swap_c": 2.0},
-]
-# the lab's ablation rows (docs/lab/protocol.md, "Ablations"): the same list, on GRPO at m = 0.1
-LAB_ABLATIONS = CPU_ABLATIONS
-PROFILES: dict[str, dict[str, dict]] = {
-    # the lab (detour) at study 2's chosen setting on GRPO, two seeds: outcome slow, dense biased,
-    # where RSPO ends
-    "quick": {
-        "*": {
-            "profile": "quick",
-            "interactive": False,
-            "envs": ["detour"],
-            "algos": ["grpo"],
-            "seeds": [0, 1],
-            "ablations": [],
-        },
-        "00_quickstart": {"env_name": "detour"},
-        "06_gpu_colab": {"env_name": "detour"},
-    },
-    "cpu": {
-        "*": {
-            "profile": "cpu",
-            "interactive": False,
-            "envs": ["household", "shop"],
-            "algos": BASE_ALGOS,
-            "seeds": [0, 1, 2],
-        },
-        "00_quickstart": {"env_name": "shop"},
-        "01_environments_and_rewards": {"episodes_per_env": 200},
-        "05_analysis": {"ablations": CPU_ABLATIONS},
-    },
-}
-# training runs at a time when rspo reproduce trains a profile's table before its notebooks (each run
-# uses one thread in these profiles; the gpu profile trains one run at a time)
-TRAIN_WORKERS = {"quick": 2, "smoke": 2, "cpu": 2}
-# the gpu profile: the cpu profile's notebooks and table on a GPU, with the two swap variants as ablations
-PROFILES["gpu"] = {nb: dict(values) for nb, values in PROFILES["cpu"].items()}
-PROFILES["gpu"]["*"]["profile"] = "gpu"
-PROFILES["gpu"]["05_analysis"] = {"ablations": SWAP_VARIANTS}
-# the quick profile's notebooks at the smoke training scale (2 iterations), with two ablations so that
-# notebook 05's ablation path runs too: the pipeline in about 3 minutes, for the test suite
-PROFILES["smoke"] = {nb: dict(values) for nb, values in PROFILES["quick"].items()}
-PROFILES["smoke"]["*"].update(profile="smoke", exercises="solutions")  # every exercise's check must pass
-PROFILES["smoke"]["05_analysis"] = {"ablations": SWAP_VARIANTS}
-# one task of notebook 01's real-engine section where the alfworld extra is installed (20-35 s for 3)
-PROFILES["smoke"]["01_environments_and_rewards"] = {"alfworld_tasks": 1}
-# where a profile's training runs live: the cpu profile shares benchmarks/bench_learning.py's runs
-SHARED_RUNS = {"cpu": ROOT / "runs" / "bench-learning" / "cpu"}
-# the notebook that reads every run of a profile's table (its envs x algos x seeds: table_parameters)
-TABLE_NOTEBOOK = "05_analysis"
-PROFILE_NOTES = {
-    "quick": "the credit-assignment lab at study 2's chosen setting (detour, 7 rooms, m = 0.15) on GRPO, "
-    "two seeds: outcome slow, dense biased, where RSPO ends",
-    "smoke": "the quick profile's notebooks at 2 training iterations: a check of the pipeline, no result "
-    "(the test suite runs it)",
-    "cpu": "the full CPU table, 3 seeds, resumable run by run (at most 6 hours of a 2-core machine)",
-    "gpu": "one 24-80 GB GPU with a 0.5-1.5B instruct model",
-}
 
 
 EVAL_KEYS = (

@@ -46,7 +46,7 @@ def machine_sizes(env: str, reward: str, given: dict, device: str = "auto") -> t
     """The sizes (:data:`SIZE_FIELDS`) ``rspo train`` sets where neither a flag nor the --config file
     did (``given``: the fields they set), and the line that says so; ``({}, "")`` on a GPU."""
     from rspo.config import TrainConfig
-    from rspo.experiments import profile_settings
+    from rspo.profiles import profile_settings
 
     if uses_gpu(device):
         return {}, ""

@@ -4,14 +4,21 @@
   (in :mod:`rspo.advantages`), the ``TrainConfig.algo`` that selects it, the ``TrainConfig`` fields
   it takes as keywords and whether it needs a critic (a value head). ``TrainConfig`` validation, the
   CLI's choices, :func:`rspo.advantages.compute_advantages` and the update read it.
+- :data:`REWARD_MODES`: the reward modes, each a pure function ``(episodes, spec) -> per-turn
+  rewards`` (:mod:`rspo.rewards`); ``TrainConfig.reward`` takes their names and :data:`SWAP`.
+- :data:`SWAP_VARIANTS`: RSPO's variants (``TrainConfig.swap_variant``): how the explorer's episodes
+  reach the learner (a function of :mod:`rspo.explorer`), or none with the learner's reward changing
+  by iteration instead.
 - the environments: :data:`rspo.envs.ENVS` (:class:`rspo.envs.registry.EnvSpec` entries), built on
   the same :class:`Registry`.
 - the named choices shared by the config and the modules that implement them (:data:`ACTION_MODES`,
   :data:`LOSS_AGG`, :data:`NORMALIZE`, :data:`EPISODE_STATS`), stated once here.
 
-Adding an estimator is one function and one entry::
+Adding an estimator, a reward mode or an RSPO variant is one function and one entry::
 
     ESTIMATORS.register(Estimator("my_est", "rspo.advantages:my_est", options={"gamma": "gamma"}))
+    REWARD_MODES.register(RewardMode("my_reward", "my_module:my_rewards"))
+    SWAP_VARIANTS.register(SwapVariant("my_variant", hand_over="my_module:my_hand_over"))
 
 and :meth:`Registry.temporary` adds entries for the length of a ``with`` block (tests, notebooks).
 
@@ -180,3 +187,71 @@ def estimator_of(algo: str) -> Estimator:
         if entry.algorithm == algo:
             return entry
     raise choice_error("algo", algo, algorithms())
+
+
+@dataclass(frozen=True)
+class RewardMode:
+    """A reward mode: ``fn(episodes, spec) -> one list of per-turn rewards per episode``
+    (:class:`rspo.rewards.RewardSpec` holds the constants)."""
+
+    name: str  # TrainConfig.reward's value that trains with it
+    fn: str | Callable  # the function, or "module:function" (imported on first use)
+
+    @property
+    def function(self) -> Callable:
+        return resolve(self.fn)
+
+
+REWARD_MODES: Registry[RewardMode] = Registry("reward mode")
+for _mode in (
+    RewardMode("outcome", "rspo.rewards:outcome_rewards"),  # the sparse baseline: the true objective
+    RewardMode("dense", "rspo.rewards:dense_rewards"),  # outcome + the process reward at every turn
+):
+    REWARD_MODES.register(_mode)
+
+# TrainConfig.reward's one value that is a method, not a reward mode: the reward swap (RSPO, docs/design.md
+# §7) - the learner trains on "outcome", an explorer (or the learner's first iterations) on "dense".
+# The name is kept as users type it (``--reward rspo``) and as every committed run's config and name hold it.
+SWAP = "rspo"
+SWAP_REWARDS = ("outcome", "dense")  # the learner's reward, the explorer's (reward modes above)
+
+
+def reward_choices() -> tuple[str, ...]:
+    """``TrainConfig.reward``'s choices: the reward modes as registered now, then :data:`SWAP`."""
+    return (*REWARD_MODES, SWAP)
+
+
+@dataclass(frozen=True)
+class SwapVariant:
+    """A variant of the reward swap (``TrainConfig.swap_variant``, with ``reward="rspo"``).
+
+    ``hand_over(trainer, iteration, episodes, batch, explored) -> (batch, metrics)`` turns the
+    explorer's episodes of the iteration (``explored``) into the learner's batch; with one, the trainer
+    builds an explorer (:class:`rspo.explorer.Explorer`: a second policy on the dense reward, its
+    optimizer and a replay buffer, all checkpointed). ``hand_over=None``: no explorer; ``dense_first``
+    then trains the learner on the dense reward for ``TrainConfig.schedule_frac`` of the iterations.
+    """
+
+    name: str
+    hand_over: str | Callable | None = None  # the function, "module:function", or None (no explorer)
+    dense_first: bool = False  # the learner's reward: dense for the first schedule_frac, outcome after
+
+    @property
+    def explorer(self) -> bool:
+        return self.hand_over is not None
+
+    @property
+    def function(self) -> Callable:
+        return resolve(self.hand_over)
+
+
+SWAP_VARIANTS: Registry[SwapVariant] = Registry("swap variant")
+for _variant in (
+    # relabelled explorer groups through a replay buffer, an off-policy term with truncated weights
+    SwapVariant("offpolicy", hand_over="rspo.explorer:replay"),
+    # relabelled explorer episodes join the learner's groups of the same tasks
+    SwapVariant("mixed", hand_over="rspo.explorer:mix"),
+    # one policy: dense reward first, outcome after
+    SwapVariant("schedule", dense_first=True),
+):
+    SWAP_VARIANTS.register(_variant)

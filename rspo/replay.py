@@ -67,6 +67,7 @@ def replay(run_dir, iterations: int, out_dir=None, tolerance: float = 0.0, write
     from rspo import fingerprint
     from rspo.config import TrainConfig
     from rspo.metrics import MetricsLog
+    from rspo.registry import SWAP, SWAP_VARIANTS
 
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").is_file() or not (run_dir / "metrics.jsonl").is_file():
@@ -81,7 +82,7 @@ def replay(run_dir, iterations: int, out_dir=None, tolerance: float = 0.0, write
         raise ValueError(f"--iterations must be an integer in [1, {last}] (the archived run's iterations)")
     before = fingerprint.read(run_dir)
     overrides: dict = {"iterations": iterations, "resume": False, "progress": True}
-    if cfg.swap_variant == "schedule" and cfg.reward == "rspo":  # keep the switch where the run had it
+    if cfg.reward == SWAP and SWAP_VARIANTS.entry(cfg.swap_variant).dense_first:  # the switch where it was
         switch = round(cfg.schedule_frac * cfg.iterations)
         overrides["schedule_frac"] = min(1.0, switch / iterations)
     scratch = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="rspo-replay-"))

@@ -286,7 +286,7 @@ def write_report(
     ``runs_folder``; ``status_lines``: an opening saying how many of the profile's table runs are
     finished (``rspo reproduce --finished-only``); ``total_seconds``: the job's time (default: the notebooks' sum); ``render``: the notebooks to HTML."""
     from rspo.analysis import aggregate, load_runs, mixed_starts, results_table, summarise, to_markdown
-    from rspo.experiments import PROFILE_NOTES
+    from rspo.profiles import PROFILE_NOTES
 
     results = load_results(out)
     total = total_seconds if total_seconds is not None else sum(r.seconds for r in runs)

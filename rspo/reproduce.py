@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rspo.experiments import PROFILES, SHARED_RUNS, TABLE_NOTEBOOK, TRAIN_WORKERS
+from rspo.profiles import PROFILES, SHARED_RUNS, TABLE_NOTEBOOK, TRAIN_WORKERS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
@@ -96,7 +96,7 @@ def check_env(profile: str, env: str) -> None:
     is the adapter's own one-line error (FileNotFoundError, ImportError)."""
     import rspo.envs
     from rspo.config import field_choices
-    from rspo.experiments import TRAIN_PROFILES
+    from rspo.profiles import TRAIN_PROFILES
 
     choices = field_choices()["env"]
     if env not in choices:
@@ -158,7 +158,8 @@ def ensure_warm_starts(profile: str, write=print, env: str | None = None) -> Non
     """Build the warm-started default policies the profile's notebooks load (``env``: only its), here,
     with the warm start's progress bar in the terminal - not silently inside the first notebook
     (minutes on a fresh cache)."""
-    from rspo.experiments import TRAIN_PROFILES, run_config
+    from rspo.experiments import run_config
+    from rspo.profiles import TRAIN_PROFILES
     from rspo.sft import build_default, default_config, default_policy_path
 
     settings = PROFILES.get(profile, {}).get("*", {})

@@ -16,7 +16,7 @@ dense      outcome_scale * (outcome_t + process_weight * process_t) + invalid_pe
 ``outcome`` is the sparse baseline (the true objective); ``dense`` is the dense-process baseline
 (faster signal, possibly misaligned, see each environment's ``process_reward_doc``). The RSPO mode
 trains an explorer on ``dense`` and the learner on ``outcome`` (:mod:`rspo.swap`). A new mode is one
-entry in :data:`REWARD_MODES`.
+function and one entry in :data:`REWARD_MODES` (:mod:`rspo.registry`, where the config reads the names).
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rspo.registry import REWARD_MODES, RewardMode, choice_error
 from rspo.rollout import Episode
+
+__all__ = ["REWARD_MODES", "RewardMode", "RewardSpec", "compute_rewards", "dense_rewards", "outcome_rewards"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +60,12 @@ def dense_rewards(episodes: Sequence[Episode], spec: RewardSpec = RewardSpec()) 
 
 
 RewardFn = Callable[[Sequence[Episode], RewardSpec], list[list[float]]]
-REWARD_MODES: dict[str, RewardFn] = {"outcome": outcome_rewards, "dense": dense_rewards}
 
 
 def compute_rewards(
     mode: str, episodes: Sequence[Episode], spec: RewardSpec = RewardSpec()
 ) -> list[list[float]]:
-    """Per-turn rewards of ``episodes`` under reward mode ``mode`` (a key of :data:`REWARD_MODES`)."""
+    """Per-turn rewards of ``episodes`` under reward mode ``mode`` (an entry of :data:`REWARD_MODES`)."""
     if mode not in REWARD_MODES:
-        raise ValueError(f"unknown reward mode {mode!r}; choose one of: {', '.join(REWARD_MODES)}")
-    return REWARD_MODES[mode](episodes, spec)
+        raise choice_error("reward mode", mode, REWARD_MODES)
+    return REWARD_MODES[mode].function(episodes, spec)

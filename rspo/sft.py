@@ -75,7 +75,7 @@ class WarmStartConfig:
         if spec.tokenizer_family is None:
             raise ValueError(
                 f"environment {self.env!r} has no offline tokenizer, so no warm-started default policy; "
-                "train a named model (TrainConfig.model)"
+                "train a named model (TrainConfig.model), or name a tokenizer_family in its EnvSpec"
             )
         if self.history == -1:
             self.history = spec.history

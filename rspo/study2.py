@@ -91,7 +91,7 @@ STAGES = {
 
 
 # the setting the confirmation chose (docs/lab/protocol-2.md, committed before any RSPO run on it);
-# the quick profile's lab is this setting (rspo.envs.registry.QUICK_LAB)
+# the quick profile's lab is this setting (rspo.profiles.QUICK_LAB)
 CHOSEN = "L7-m0.15-ms1"
 
 

@@ -5,10 +5,12 @@ The loop, in a fixed order, once per iteration:
     seed -> rollout (B tasks x G copies) -> rewards -> advantages -> PPO-clip token loss + KL
     (+ value loss) -> update -> evaluate -> log -> checkpoint
 
-With ``reward="rspo"`` (the reward swap, docs/design.md §7) an explorer policy also rolls out the same tasks,
-trains on the dense reward, and its episodes - relabelled with the outcome reward - reach the learner
-through a replay buffer (``swap_variant="offpolicy"``) or by joining its groups (``"mixed"``);
-``"schedule"`` is one policy on the dense reward first and the outcome reward after.
+With ``reward="rspo"`` (the reward swap, docs/design.md §7) an explorer (:class:`rspo.explorer.Explorer`)
+also rolls out the same tasks, trains on the dense reward, and its episodes - relabelled with the
+outcome reward - reach the learner as the run's variant hands them over
+(:data:`rspo.registry.SWAP_VARIANTS`): through a replay buffer (``swap_variant="offpolicy"``) or by
+joining its groups (``"mixed"``); ``"schedule"`` is one policy on the dense reward first and the
+outcome reward after.
 
 Everything an iteration draws (its tasks, its sampling generator, torch's global RNG) is derived
 from ``(seed, iteration)``, so a run resumed from a checkpoint ends exactly where the uninterrupted
@@ -31,6 +33,7 @@ from contextlib import nullcontext
 import torch
 
 from rspo.config import TrainConfig
+from rspo.explorer import success_keys
 from rspo.metrics import MetricsLog, episode_metrics
 from rspo.rewards import RewardSpec, compute_rewards
 from rspo.rollout import Episode, collect, make_envs
@@ -60,11 +63,6 @@ def pool_tasks(task_ids: list[str], n: int) -> list[str]:
     if not 0 < n <= len(task_ids):
         raise ValueError(f"a task pool holds 1..{len(task_ids)} tasks, got {n}")
     return random.Random(POOL_SEED).sample(list(task_ids), n)
-
-
-def _success_keys(episodes: list[Episode]) -> set[str]:
-    """One key per successful episode: its task and its action sequence."""
-    return {ep.task_id + "\x1f" + "\x1e".join(t.action for t in ep.turns) for ep in episodes if ep.won}
 
 
 def resolve_device(cfg: TrainConfig, dist=None) -> tuple[torch.device, torch.dtype | None]:
@@ -161,17 +159,11 @@ class Trainer:
         self.log = MetricsLog(self.run_dir / "metrics.jsonl")
         # distinct successful trajectories found so far (task, actions): behaviour-space coverage
         self.successes: set[str] = set()
-        self.explorer_successes: set[str] = set()
-        self.explorer = self.buffer = None
+        self.explorer = None  # RSPO's explorer beside the learner (rspo.explorer), when the variant has one
         if cfg.uses_explorer:
-            from rspo.swap import ReplayBuffer
+            from rspo.explorer import Explorer
 
-            self.explorer = self.policy.twin("explorer")
-            self.explorer_params = list(self.explorer.trainable_parameters())
-            self.explorer_optimizer = torch.optim.AdamW(
-                self.explorer_params, lr=cfg.lr, weight_decay=cfg.weight_decay
-            )
-            self.buffer = ReplayBuffer(cfg.buffer_groups, cfg.buffer_max_age)
+            self.explorer = Explorer(self.policy, cfg)
 
     @functools.cached_property
     def fingerprint(self) -> dict:
@@ -271,104 +263,23 @@ class Trainer:
         return stats
 
     def swap_step(self, it: int, episodes: list[Episode], batch: TurnBatch) -> tuple[TurnBatch, dict]:
-        """RSPO's explorer half of an iteration: explorer rollout on its tasks (the learner's; with
-        ``swap_budget="matched"`` the iteration's other half), the learner's
-        batch extended with outcome-relabelled explorer turns, the explorer's dense-reward update."""
-        from dataclasses import replace
-        from functools import partial
-
-        from rspo.swap import has_signal, swap_batch
-        from rspo.update import join_batches
-
-        cfg = self.cfg
-        t0 = time.perf_counter()
-        explored = self.rollout(it, policy=self.explorer, stream=STREAM_EXPLORER)
-        for ep in explored:
-            ep.source = "explorer"
-        self.explorer_successes |= _success_keys(explored)
-        self.env_steps += sum(len(ep) for ep in explored)
-        seen = episode_metrics(explored)
-        out = {
-            "explorer/distinct_successes": len(self.explorer_successes),
-            "explorer/success": sum(ep.won for ep in explored) / len(explored),
-            "explorer/score": sum(ep.score for ep in explored) / len(explored),
-            # the environment's process reward the explorer collects: where it farms a misaligned one
-            "explorer/process_return": seen["rollout/process_return"],
-            "explorer/episode_len": seen["rollout/episode_len"],
-            "time/explorer_rollout": time.perf_counter() - t0,
-        }
-        if cfg.swap_variant == "mixed":  # explorer episodes join the learner's groups (same tasks)
-            batch, stats = swap_batch(
-                self.policy, episodes + explored, cfg, self.spec, self.autocast, cfg.swap_lambda
-            )
-        else:
-            self.buffer.add(explored, it)
-            self.buffer.evict(it)
-            rng = random.Random(_derive(cfg.seed, STREAM_REPLAY, it))
-            eligible = partial(has_signal, cfg=cfg, spec=self.spec) if cfg.replay_select == "signal" else None
-            groups = self.buffer.sample(cfg.replay_groups, rng, eligible)
-            replay = [replace(ep, group=k) for k, g in enumerate(groups) for ep in g.episodes]
-            off, stats = swap_batch(self.policy, replay, cfg, self.spec, self.autocast)
-            batch = join_batches(batch, off, cfg.swap_lambda)
-            ages = self.buffer.ages(it)
-            out.update(
-                {
-                    "buffer/groups": len(self.buffer),
-                    "buffer/episodes": self.buffer.episodes,
-                    "buffer/age_mean": sum(ages) / max(len(ages), 1),
-                    "buffer/age_max": max(ages, default=0),
-                    "buffer/replayed_groups": len(groups),
-                }
-            )
-        out.update(stats)
-        explorer_batch = self.batch(explored, "dense")
-        t1 = time.perf_counter()
-        ex = ppo_update(
-            self.explorer,
-            self.explorer_optimizer,
-            self.explorer_params,
-            explorer_batch,
-            cfg,
-            it,
-            self.autocast,
-            self.dist,
-            cache_reference=True,
-            name="explorer",
-        )
-        out["explorer/return"] = explorer_batch.metrics()["reward/return"]
-        out["explorer/loss_policy"], out["explorer/kl"] = ex["loss/policy"], ex["loss/kl"]
-        out["time/explorer_update"] = time.perf_counter() - t1
+        """RSPO's explorer half of an iteration (:class:`rspo.explorer.Explorer`): its rollout, the
+        variant's hand-over of its episodes into the learner's ``batch``, its dense-reward update."""
+        explored, out = self.explorer.explore(self, it)
+        batch, handed = self.explorer.hand_over(self, it, episodes, batch, explored)
+        out.update(handed)
+        out.update(self.explorer.train(self, it, explored))
         return batch, out
 
     def checkpoint_extra(self) -> dict:
-        """The successes found so far; RSPO: the explorer, its optimizer and the replay buffer."""
-        extra = {"successes": sorted(self.successes), "explorer_successes": sorted(self.explorer_successes)}
-        if self.explorer is None:
-            return extra
-        from rspo.checkpoint import trainable_state
-
-        return {
-            **extra,
-            "explorer": trainable_state(self.explorer),
-            "explorer_optimizer": self.explorer_optimizer.state_dict(),
-            "buffer": self.buffer.state(),
-        }
+        """The successes found so far; RSPO: the explorer's state (its policy, optimizer, buffer)."""
+        extra = {"successes": sorted(self.successes), "explorer_successes": []}
+        return extra if self.explorer is None else {**extra, **self.explorer.state()}
 
     def load_checkpoint_extra(self, extra: dict) -> None:
         self.successes = set(extra.get("successes", []))
-        self.explorer_successes = set(extra.get("explorer_successes", []))
-        if self.explorer is None:
-            return
-        from rspo.checkpoint import load_trainable_state
-        from rspo.swap import ReplayBuffer
-
-        if "explorer" not in extra:
-            raise ValueError("this checkpoint has no explorer state: it was not saved by an RSPO run")
-        load_trainable_state(self.explorer, extra["explorer"], "checkpoint (explorer)")
-        self.explorer_optimizer.load_state_dict(extra["explorer_optimizer"])
-        self.buffer = ReplayBuffer.from_state(
-            extra["buffer"], self.cfg.buffer_groups, self.cfg.buffer_max_age
-        )
+        if self.explorer is not None:
+            self.explorer.load_state(extra)
 
     def evaluate(self) -> dict:
         """Greedy success (and score) of the current policy on the environment's evaluation splits; with
@@ -510,7 +421,7 @@ class Trainer:
     def train_step(self, it: int) -> dict:
         """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""
         episodes, batch, extra = self.collect_iteration(it)
-        self.successes |= _success_keys(episodes)
+        self.successes |= success_keys(episodes)
         extra["rollout/distinct_successes"] = len(self.successes)
         learner_metrics = batch.metrics()  # of the learner's own rollouts, before any swap turns join
         if self.explorer is not None:

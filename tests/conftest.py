@@ -29,15 +29,16 @@ def one_thread():
 
 
 @pytest.fixture
-def first_copy_succeeds(monkeypatch):
+def first_copy_succeeds():
     """An untrained model never succeeds in 4 steps, so every group would be without signal:
     pretend the first copy of every task succeeded at its last turn (a synthetic outcome)."""
     from tiny_fixtures import with_successes
 
-    import rspo.rewards
+    from rspo.registry import REWARD_MODES, RewardMode
 
-    for name in ("outcome", "dense"):
-        monkeypatch.setitem(rspo.rewards.REWARD_MODES, name, with_successes(rspo.rewards.REWARD_MODES[name]))
+    wrapped = [RewardMode(n, with_successes(REWARD_MODES[n].function)) for n in ("outcome", "dense")]
+    with REWARD_MODES.temporary(*wrapped):
+        yield
 
 
 # the one environment whose full warm start the suite builds (the smallest: about 2 min on a fresh idle

@@ -18,8 +18,9 @@ from rspo.trainer import Trainer
 
 def main(out: str, reward: str) -> None:
     torch.set_num_threads(1)
+    modes = rspo.rewards.REWARD_MODES
     for name in ("outcome", "dense"):
-        rspo.rewards.REWARD_MODES[name] = with_successes(rspo.rewards.REWARD_MODES[name])
+        modes.register(rspo.rewards.RewardMode(name, with_successes(modes[name].function)), replace=True)
     cfg = TrainConfig(
         env="household",
         reward=reward,

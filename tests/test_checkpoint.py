@@ -51,9 +51,9 @@ def test_an_rspo_checkpoint_loads_with_weights_only_and_restores_the_buffer(tmp_
     buffer = state["extra"]["buffer"]
     assert buffer and isinstance(buffer[0]["episodes"][0], dict)
     restored = ReplayBuffer.from_state(buffer, cfg.buffer_groups, cfg.buffer_max_age)
-    assert [g.episodes for g in restored.groups] == [g.episodes for g in trainer.buffer.groups]
+    assert [g.episodes for g in restored.groups] == [g.episodes for g in trainer.explorer.buffer.groups]
     assert isinstance(restored.groups[0].episodes[0].turns[0], Turn)
-    for name, p in trainer.explorer.named_trainable_parameters():
+    for name, p in trainer.explorer.policy.named_trainable_parameters():
         assert torch.equal(state["extra"]["explorer"][name], p.detach().cpu())
 
 

@@ -18,6 +18,7 @@ import pytest
 import torch
 from test_trainer import small
 
+import rspo.explorer
 import rspo.trainer
 from rspo.config import TrainConfig
 from rspo.policies.tiny import untrained_tiny_policy
@@ -105,7 +106,8 @@ def test_rspo_explorer_trains_on_the_dense_reward_and_the_learner_on_the_outcome
         return real_update(policy, optimizer, params, batch, *args, name=name, **kwargs)
 
     monkeypatch.setattr(Trainer, "rollout", with_process)
-    monkeypatch.setattr(rspo.trainer, "ppo_update", recording)
+    monkeypatch.setattr(rspo.trainer, "ppo_update", recording)  # the learner's update
+    monkeypatch.setattr(rspo.explorer, "ppo_update", recording)  # the explorer's
     cfg = small(tmp_path, algo="grpo", reward="rspo", iterations=2, checkpoint_every=0)
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
     rows = trainer.run()
@@ -122,7 +124,7 @@ def test_rspo_explorer_trains_on_the_dense_reward_and_the_learner_on_the_outcome
     names = [u[0] for u in updates]
     assert names == ["explorer", "policy"] * 2  # per iteration: the explorer's update, then the learner's
     for name, policy, turns, rewards in updates:
-        assert policy is (trainer.explorer if name == "explorer" else trainer.policy)
+        assert policy is (trainer.explorer.policy if name == "explorer" else trainer.policy)
         want = [dense(t) if name == "explorer" else outcome(t) for t in turns]
         other = [outcome(t) if name == "explorer" else dense(t) for t in turns]
         assert rewards.tolist() == pytest.approx(want, abs=1e-5), name

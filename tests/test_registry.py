@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import rspo.envs
-from rspo import advantages, config, experiments, losses, policies, registry, sft
+from rspo import advantages, config, experiments, losses, policies, profiles, registry, sft
 from rspo.config import REWARDS, TrainConfig
 from rspo.envs.base import TextEnv
 from rspo.envs.registry import ENVS, EnvSpec
@@ -76,7 +76,6 @@ TOY_ENV = EnvSpec(
     show_admissible=True,
     warm_start=dict(n_demo_tasks=4, max_steps=2),
     tokenizer_family="toy",
-    profiles={"smoke": dict(max_steps=2)},
 )
 TOY_ESTIMATOR = Estimator("toy_centred", toy_advantage, algo="toy", options={"scale": "omega"})
 
@@ -116,13 +115,15 @@ def test_a_toy_estimator_is_one_function_and_one_entry(tmp_path, first_copy_succ
         advantages.compute_advantages("toy_centred", {})
 
 
-def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succeeds):
+def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succeeds, monkeypatch):
     with pytest.raises(ValueError, match="unknown environment 'toy'"):
         rspo.envs.make("toy")
     with ENVS.temporary(TOY_ENV):
         assert rspo.envs.list_envs() == ["detour", "household", "shop", "toy"]
         assert isinstance(rspo.envs.make("toy", split="test"), ToyEnv)
-        # what hangs off the entry: prompts, the warm start's settings, the tokenizer family, profiles
+        # what hangs off the entry: prompts, the warm start's settings, the tokenizer family; and its
+        # settings in a profile are one entry of rspo.profiles
+        monkeypatch.setitem(profiles.TRAIN_PROFILES["smoke"], "toy", dict(max_steps=2))
         assert build_prompt("toy", "say red", 0, "o", ["say red"]).startswith("You stand before two doors.")
         assert TrainConfig(env="toy").history == 1
         assert sft.prompt_settings("toy") == {"history": 1, "show_admissible": True}
@@ -203,20 +204,57 @@ def test_every_estimator_entry_matches_its_function_and_the_config():
 
 def test_every_environment_entry_is_complete():
     warm_fields = {f.name for f in dataclasses.fields(sft.WarmStartConfig)}
-    config_fields = {f.name for f in dataclasses.fields(TrainConfig)}
     for name, spec in ENVS.items():
         cls = spec.cls
         assert issubclass(cls, TextEnv) and cls.name == name
         assert "{task}" in spec.intro
         assert set(spec.warm_start) <= warm_fields - {"env", "history", "show_admissible"}
-        assert set(spec.profiles) <= set(experiments.PROFILE_COMMON), name
-        for settings in spec.profiles.values():
-            # by_reward: settings of one reward mode only (rspo.experiments.run_config), fields too
-            by_reward = settings.get("by_reward", {})
-            assert set(settings) - {"by_reward"} <= config_fields, name
-            assert set(by_reward) <= set(REWARDS), name
-            assert all(set(s) <= config_fields for s in by_reward.values()), name
         for f in spec.data_files:
             assert (rspo.paths.data_dir(name) / f).is_file()
-    assert experiments.TRAIN_PROFILES == experiments.train_profiles()
-    assert experiments.TRAIN_PROFILES["lab"] == {"common": experiments.LAB, "detour": {}}
+
+
+def test_every_profile_names_registered_environments_and_config_fields():
+    """rspo.profiles is the one place for profiles: each names registered environments (or "common") and
+    TrainConfig fields; by_reward holds settings of one reward mode (or of the swap, "rspo")."""
+    config_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    for profile, table in profiles.TRAIN_PROFILES.items():
+        assert "common" in table and set(table) - {"common"} <= set(ENVS), profile
+        for settings in table.values():
+            by_reward = settings.get("by_reward", {})
+            assert set(settings) - {"by_reward"} <= config_fields, profile
+            assert set(by_reward) <= set(REWARDS), profile
+            assert all(set(s) <= config_fields for s in by_reward.values()), profile
+    assert profiles.TRAIN_PROFILES["lab"] == {"common": profiles.LAB, "detour": {}}
+    # the reward mode's settings win over the environment's, which win over the common ones
+    quick = profiles.profile_settings("quick", "detour", "outcome")
+    assert quick["misalignment"] == 0.0 and quick["iterations"] == 60 and quick["tasks_per_iter"] == 8
+    assert profiles.profile_settings("quick", "detour", "rspo")["swap_budget"] == "matched"
+    assert profiles.profile_settings("cpu", "detour", "dense") == profiles.TRAIN_PROFILES["cpu"]["common"]
+    with pytest.raises(
+        ValueError, match="unknown profile 'fast'; choose one of: quick, cpu, gpu, lab, smoke"
+    ):
+        profiles.profile_settings("fast", "detour", "dense")
+
+
+def test_a_cache_key_never_changes_behind_a_default():
+    """A new entry joins no tokenizer family unless it names one; joining the default family (household
+    and shop) changes that family's tokenizer key, so their warm starts rebuild rather than go stale."""
+    from rspo.policies import tokenizer
+
+    plain = EnvSpec("plain", ToyEnv, intro="Your task is to: {task}")
+    assert plain.tokenizer_family is None
+    assert [ENVS[n].tokenizer_family for n in ("household", "shop", "detour")] == [
+        "default",
+        "default",
+        "detour",
+    ]
+    before = tokenizer.tokenizer_key()
+    with ENVS.temporary(plain):
+        assert tokenizer.tokenizer_key() == before  # no family: household's and shop's key as it was
+        with pytest.raises(ValueError, match="has no offline tokenizer.*name a tokenizer_family"):
+            sft.default_config("plain")
+    joined = EnvSpec("joined", ToyEnv, intro="Your task is to: {task}", tokenizer_family="default")
+    with ENVS.temporary(joined):
+        assert tokenizer.family_envs() == ["household", "joined", "shop"]
+        assert tokenizer.tokenizer_key() != before
+    assert tokenizer.tokenizer_key() == before

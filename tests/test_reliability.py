@@ -128,19 +128,21 @@ def test_a_huge_learning_rate_stops_with_a_clear_error(tmp_path):
     assert all(torch.isfinite(t).all() for t in state["policy"].values())
 
 
-def test_a_nan_reward_is_a_clear_error_before_any_update(tmp_path, monkeypatch):
-    import rspo.rewards
+def test_a_nan_reward_is_a_clear_error_before_any_update(tmp_path):
+    from rspo.registry import REWARD_MODES, RewardMode
 
-    outcome = rspo.rewards.REWARD_MODES["outcome"]
+    outcome = REWARD_MODES["outcome"].function
 
     def nan_reward(episodes, spec):
         rewards = outcome(episodes, spec)
         rewards[0][-1] = math.nan
         return rewards
 
-    monkeypatch.setitem(rspo.rewards.REWARD_MODES, "outcome", nan_reward)
     cfg = small(tmp_path, name="reward", iterations=2)
-    with pytest.raises(ValueError, match="episode_returns is not finite: nan at row 0"):
+    with (
+        REWARD_MODES.temporary(RewardMode("outcome", nan_reward)),
+        pytest.raises(ValueError, match="episode_returns is not finite: nan at row 0"),
+    ):
         Trainer(cfg, policy=untrained_tiny_policy(0)).run()
     assert not _state_path(cfg).exists()
 

@@ -32,7 +32,7 @@ def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path
 def test_the_table_is_what_notebook_05_reads():
     """The report counts envs x algos x rewards x seeds; algos are notebook 05's (and 03's, 04's) default."""
     pytest.importorskip("papermill")
-    from rspo.experiments import CPU_ABLATIONS
+    from rspo.profiles import CPU_ABLATIONS
     from rspo.reproduce import NOTEBOOKS_DIR, table_parameters
 
     t = table_parameters("cpu")

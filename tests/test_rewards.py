@@ -44,16 +44,25 @@ def test_outcome_ignores_the_process_reward_and_dense_without_weight_is_outcome(
     assert compute_rewards("dense", eps, doubled)[0] == pytest.approx([1.8, -1.7, 6.0])
 
 
-def test_a_new_mode_is_one_registry_entry(monkeypatch):
+def test_a_new_mode_is_one_function_and_one_registry_entry():
+    from rspo.config import TrainConfig
+    from rspo.registry import RewardMode
+
     def constant(episodes, spec):
         return [[spec.outcome_scale] * len(ep.turns) for ep in episodes]
 
     with pytest.raises(ValueError, match="unknown reward mode 'flat'; choose one of: outcome, dense$"):
         compute_rewards("flat", [episode(turn())])
-    monkeypatch.setitem(REWARD_MODES, "flat", constant)
-    assert compute_rewards("flat", [episode(turn(), turn())], RewardSpec(outcome_scale=2.0)) == [[2.0, 2.0]]
-    with pytest.raises(ValueError, match="choose one of: outcome, dense, flat"):
-        compute_rewards("sparse", [])
+    with pytest.raises(ValueError, match="TrainConfig.reward"):
+        TrainConfig(reward="flat")
+    with REWARD_MODES.temporary(RewardMode("flat", constant)):
+        assert compute_rewards("flat", [episode(turn(), turn())], RewardSpec(outcome_scale=2.0)) == [
+            [2.0, 2.0]
+        ]
+        with pytest.raises(ValueError, match="choose one of: outcome, dense, flat"):
+            compute_rewards("sparse", [])
+        assert TrainConfig(reward="flat").reward_at(0) == "flat"  # the config takes it: no second list
+    assert "flat" not in REWARD_MODES
 
 
 def test_outcome_and_dense_rewards_by_hand():

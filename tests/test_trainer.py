@@ -204,14 +204,14 @@ def test_lora_path_trains_adapters_only_from_a_local_model(tmp_path):
 
 
 def test_distinct_successes_count_each_task_and_action_sequence_once():
+    from rspo.explorer import success_keys
     from rspo.rollout import Episode, Turn
-    from rspo.trainer import _success_keys
 
     def ep(task, actions, won):
         turns = [Turn("p", [a], a, 0, [], [0.0], "s", 0.0, 0.0, True) for a in actions]
         return Episode("shop", task, 0, 0, turns, won=won)
 
-    keys = _success_keys(
+    keys = success_keys(
         [ep("t1", ["a", "b"], True), ep("t1", ["a", "b"], True), ep("t1", ["a", "c"], True)]
         + [ep("t2", ["a", "b"], True), ep("t2", ["x"], False)]
     )
@@ -276,9 +276,9 @@ def changed(before, policy):
 def test_rspo_trains_learner_and_explorer_on_every_base_algo(tmp_path, algo, first_copy_succeeds):
     cfg = small(tmp_path, algo=algo, reward="rspo", iterations=3)
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0, value_head=algo == "ppo"))
-    learner, explorer = snapshot(trainer.policy), snapshot(trainer.explorer)
+    learner, explorer = snapshot(trainer.policy), snapshot(trainer.explorer.policy)
     rows = trainer.run()
-    assert changed(learner, trainer.policy) and changed(explorer, trainer.explorer)
+    assert changed(learner, trainer.policy) and changed(explorer, trainer.explorer.policy)
     for row in rows:
         assert SWAP_METRICS <= set(row)
         values = [v for k, v in row.items() if k.startswith(("loss/", "swap/", "explorer/"))]
@@ -329,7 +329,7 @@ def test_rspo_resume_with_a_non_empty_buffer_ends_where_the_uninterrupted_run_en
     resumed = Trainer(cfg("part", resume=True), policy=untrained_tiny_policy(0))
     rows_res = resumed.run()
     assert _strip_time(rows_res) == _strip_time(rows_full)
-    for a, b in ((full.policy, resumed.policy), (full.explorer, resumed.explorer)):
+    for a, b in ((full.policy, resumed.policy), (full.explorer.policy, resumed.explorer.policy)):
         for (n, x), (_, y) in zip(
             a.named_trainable_parameters(), b.named_trainable_parameters(), strict=True
         ):
@@ -341,22 +341,22 @@ def test_lora_explorer_and_learner_are_two_adapters_on_one_base(tmp_path, first_
     untrained_tiny_policy(0).save_pretrained(tmp_path / "tiny")
     cfg = small(tmp_path, name="lora-rspo", model=str(tmp_path / "tiny"), lora=True, reward="rspo")
     trainer = Trainer(cfg)
-    assert trainer.explorer.model is trainer.policy.model  # one base model
+    assert trainer.explorer.policy.model is trainer.policy.model  # one base model
     learner_names = [n for n, _ in trainer.policy.named_trainable_parameters()]
-    explorer_names = [n for n, _ in trainer.explorer.named_trainable_parameters()]
+    explorer_names = [n for n, _ in trainer.explorer.policy.named_trainable_parameters()]
     assert learner_names and all(".default." in n for n in learner_names)
     assert len(explorer_names) == len(learner_names) and all(".explorer." in n for n in explorer_names)
-    learner, explorer = snapshot(trainer.policy), snapshot(trainer.explorer)
+    learner, explorer = snapshot(trainer.policy), snapshot(trainer.explorer.policy)
     trainer.run()
-    assert changed(learner, trainer.policy) and changed(explorer, trainer.explorer)
+    assert changed(learner, trainer.policy) and changed(explorer, trainer.explorer.policy)
     # the reference is the base with adapters off, untouched by either adapter's training
     prompt, cands = "You are an expert agent in a household. Your task is to: look.", ["look", "inventory"]
-    ref = trainer.explorer.candidate_logprobs([prompt], [cands], reference=True)
+    ref = trainer.explorer.policy.candidate_logprobs([prompt], [cands], reference=True)
     fresh = untrained_tiny_policy(0).candidate_logprobs([prompt], [cands])
     assert torch.allclose(ref[0], fresh[0], atol=1e-5)
     # the two adapters now differ, and each policy scores with its own
     a = trainer.policy.candidate_logprobs([prompt], [cands])[0]
-    b = trainer.explorer.candidate_logprobs([prompt], [cands])[0]
+    b = trainer.explorer.policy.candidate_logprobs([prompt], [cands])[0]
     assert not torch.allclose(a, b) and torch.equal(
         a, trainer.policy.candidate_logprobs([prompt], [cands])[0]
     )

@@ -15,14 +15,14 @@ warm_start         :func:`rspo.sft.default_config`: the other :class:`~rspo.sft.
 tokenizer_family   :mod:`rspo.policies.tokenizer`: the environments whose text trains one tokenizer
 data_files         committed files under ``data/<name>/`` (the default family's tokenizer key hashes them)
 extra_tokens       whole tokens added to the family's tokenizer (the shop's product ids)
-profiles           :data:`rspo.experiments.TRAIN_PROFILES`: per profile, TrainConfig settings
 =================  ==============================================================================
 
 To try an environment without editing this file, ``with ENVS.temporary(EnvSpec(...)):``
 (:meth:`rspo.registry.Registry.temporary`); to add one for good, register it below. An adapter of a
-real engine that trains only named models (``TrainConfig.model``) sets ``tokenizer_family=None``:
-it then has no offline tokenizer or warm start, and the default family's tokenizer (shared by
-household and shop, and keyed on their data files) stays as it is.
+real engine that trains only named models (``TrainConfig.model``) leaves ``tokenizer_family`` at
+None: it then has no offline tokenizer or warm start. An entry joins a family only by naming it; the
+default family's tokenizer (household and shop) is keyed on its members and their data files, so a
+new member changes the key and the warm starts rebuild - never silently.
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ class EnvSpec:
     history: int = 2  # observation/action pairs in a prompt, for its warm start and for RL
     show_admissible: bool = True  # prompts list the admissible actions (its warm start's, and RL's on auto)
     warm_start: Mapping = field(default_factory=dict)  # WarmStartConfig fields of its default policy
-    tokenizer_family: str | None = (
-        "default"  # one family shares the offline tokenizer; None: no offline model
-    )
+    # the offline tokenizer it shares (its text trains it: household and shop "default", detour its own);
+    # None: no offline tokenizer, no warm start - train a named model. No family by default, so that a
+    # new entry never joins one (and changes its members' tokenizer and warm starts) unless it says so
+    tokenizer_family: str | None = None
     data_files: tuple[str, ...] = ()  # committed files under data/<name>/ its texts come from
     extra_tokens: str | Callable | None = None  # () -> list[str]: whole tokens of its family's tokenizer
-    profiles: Mapping[str, Mapping] = field(default_factory=dict)  # profile -> TrainConfig settings
 
     @property
     def cls(self) -> type:
@@ -68,46 +68,11 @@ class EnvSpec:
 
 ENVS: Registry[EnvSpec] = Registry("environment")
 
-# the credit-assignment lab's settings (issue 17, docs/lab/protocol.md): detour only; 8 tasks x 4
-# copies (a group of 8 let the outcome learner find its first successes at once: docs/lab/README.md),
-# lr 1e-3 (the tiny model from a uniform-play warm start), evaluation every 6 iterations for the curves
-LAB = dict(
-    iterations=30,
-    tasks_per_iter=8,
-    group_size=4,
-    lr=1e-3,
-    kl_coef=0.0,
-    micro_batch=64,
-    no_signal="skip",
-    threads=1,
-    eval_every=6,
-    eval_tasks=64,
-)
-
-# the quick profile's lab (make reproduce, notebook 00): study 2's chosen setting L7-m0.15-ms1
-# (docs/lab/protocol-2.md: 7 rooms, m = 0.15, milestones paid 1.0, 60 iterations), where the premise
-# gate passed - outcome is slow and dense is biased - so a student sees both happen and what RSPO
-# does there. RSPO in its budget-matched form (learner and explorer take half of the iteration's
-# tasks each), so that its runs sample the baselines' environment steps per iteration and equal
-# iterations are equal steps. Outcome runs as study 2's do, without the process reward's knobs (it
-# pays none of them). tests/test_experiments.py keeps every run equal to rspo.study2's at its seed.
-QUICK_LAB = dict(
-    LAB,
-    iterations=60,
-    misalignment=0.15,
-    env_options={"length": 7, "milestones": 1.0},
-    by_reward={
-        "outcome": {"misalignment": 0.0, "env_options": {"length": 7}},
-        "rspo": {"swap_budget": "matched"},
-    },
-)
-
 # Warm starts (rspo.sft) chosen to land at 10-40 % greedy success in about 3-4 CPU minutes (measured:
 # docs/training.md / warmstart.json). Household: without the admissible list (prompts 180 instead of
 # 310 tokens; the candidates are scored anyway) the same steps reached a higher held-out accuracy.
 # Shop: with it - the product ids to click are copied from it.
-# Profiles (rspo.experiments): household's horizon 20 in the cpu profile (the warm start's success:
-# 10.2% against 10.9% at 30; the expert needs 9 steps on average, at most 20 on valid_seen).
+# Its training settings per profile are rspo.profiles' (TRAIN_PROFILES), as every environment's.
 ENVS.register(
     EnvSpec(
         "household",
@@ -116,12 +81,7 @@ ENVS.register(
         show_admissible=False,
         warm_start=dict(max_steps=1200),
         data_files=("tasks.jsonl",),
-        profiles={
-            "quick": dict(max_steps=20, eval_tasks=32),
-            "cpu": dict(iterations=8, max_steps=20, eval_tasks=64),
-            "gpu": dict(eval_tasks=128),
-            "smoke": dict(max_steps=6, eval_tasks=4),
-        },
+        tokenizer_family="default",
     )
 )
 ENVS.register(
@@ -133,12 +93,7 @@ ENVS.register(
         warm_start=dict(max_steps=500),
         data_files=("products.jsonl", "goals.jsonl"),
         extra_tokens="rspo.envs.shop.catalogue:product_tokens",
-        profiles={
-            "quick": dict(eval_tasks=32),
-            "cpu": dict(iterations=24, eval_tasks=128),
-            "gpu": dict(eval_tasks=128),
-            "smoke": dict(max_steps=4, eval_tasks=4),
-        },
+        tokenizer_family="default",
     )
 )
 # Detour (the credit-assignment lab): its own small tokenizer (short prompts, a small output layer);
@@ -150,7 +105,7 @@ ENVS.register(
 # mechanism: 4-7% on it instead of 25%); the states are visited by the expert mixed half and half with
 # random moves, so that the last room is seen too (random play alone almost never reaches it, and the
 # model then put almost nothing on "open chest"). One step of history and no admissible list keep its
-# prompts near 100 tokens. Profiles: the quick one is study 2's chosen setting (QUICK_LAB below).
+# prompts near 100 tokens. Its profiles (rspo.profiles): the quick one is study 2's chosen setting (QUICK_LAB).
 ENVS.register(
     EnvSpec(
         "detour",
@@ -160,7 +115,6 @@ ENVS.register(
         show_admissible=False,
         warm_start=dict(n_demo_tasks=500, max_steps=600, random_frac=0.5, every_action=True, vocab_size=512),
         tokenizer_family="detour",
-        profiles={"quick": QUICK_LAB, "lab": {}, "smoke": dict(eval_tasks=8)},
     )
 )
 

@@ -34,6 +34,10 @@ DEFAULT_VOCAB_SIZE = 3072
 DEFAULT_FAMILY = (
     "default"  # household + shop; an environment's registry entry may name its own (tokenizer_family)
 )
+DEFAULT_FAMILY_ENVS = (  # the default family's members when its cache keys were first made
+    "household",
+    "shop",
+)
 
 # ChatML, as Qwen's instruct models render it; the assistant turn ends with <|im_end|> (the eos token).
 CHAT_TEMPLATE = (
@@ -191,35 +195,47 @@ def train_tokenizer(texts: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE, extr
 
 
 @functools.cache
-def _family_corpus(family: str) -> tuple[str, ...]:
-    """:func:`tokenizer_corpus` of ``family`` with its defaults, made once per process (the key of a
-    non-default family hashes it, and a build trains on it)."""
+def _family_corpus(family: str, members: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`tokenizer_corpus` of ``family`` with its defaults, made once per process and membership
+    (``members``: :func:`family_envs`; the key of a non-default family hashes it, a build trains on it)."""
     return tuple(tokenizer_corpus(family=family))
 
 
-@functools.cache
 def tokenizer_key(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAULT_FAMILY) -> str:
     """The cache key of a family's tokenizer: recipe version, vocabulary size and the data it reads
-    (the default family: the committed data files; another family: a hash of its corpus, which its
-    environments generate in code)."""
+    (the default family: the committed data files, and its members when they are not household and
+    shop; another family: a hash of its corpus, which its environments generate in code). Computed
+    once per membership: an environment that joins the family later gets another key."""
+    return _tokenizer_key(vocab_size, family, tuple(family_envs(family)))
+
+
+@functools.cache
+def _tokenizer_key(vocab_size: int, family: str, members: tuple[str, ...]) -> str:
     spec = {"version": TOKENIZER_VERSION, "vocab_size": vocab_size}
     if family == DEFAULT_FAMILY:
         spec["data"] = data_fingerprint()
+        if members != DEFAULT_FAMILY_ENVS:  # another membership, another tokenizer (the keys made
+            spec["envs"] = list(members)  # before members were keyed stay as they were)
     else:
         spec["family"] = family
-        spec["corpus"] = hashlib.sha256("\x00".join(_family_corpus(family)).encode()).hexdigest()
+        spec["corpus"] = hashlib.sha256("\x00".join(_family_corpus(family, members)).encode()).hexdigest()
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
 
 
-@functools.cache
 def default_tokenizer(vocab_size: int = DEFAULT_VOCAB_SIZE, family: str = DEFAULT_FAMILY):
     """The tokenizer of ``family`` (the default: shared by household and shop): trained once (a few
-    seconds), then read from the cache (``<cache_root>/tokenizer-<key>/``). Kept in memory."""
+    seconds), then read from the cache (``<cache_root>/tokenizer-<key>/``). Kept in memory per key."""
+    return _tokenizer_at(tokenizer_key(vocab_size, family), vocab_size, family)
+
+
+@functools.cache
+def _tokenizer_at(key: str, vocab_size: int, family: str):
     from transformers import AutoTokenizer
 
-    path = cache_root() / f"tokenizer-{tokenizer_key(vocab_size, family)}"
+    path = cache_root() / f"tokenizer-{key}"
     if not path.is_dir():
-        tok = train_tokenizer(list(_family_corpus(family)), vocab_size, family_tokens(family))
+        members = tuple(family_envs(family))
+        tok = train_tokenizer(list(_family_corpus(family, members)), vocab_size, family_tokens(family))
         with atomic_dir(path) as tmp:
             tok.save_pretrained(tmp)
     return AutoTokenizer.from_pretrained(path)
