@@ -26,6 +26,7 @@ import torch
 from rspo.metrics import episode_metrics
 from rspo.registry import SWAP_REWARDS, SWAP_VARIANTS
 from rspo.rollout import Episode
+from rspo.streams import STREAM_EXPLORER, STREAM_REPLAY, derive
 from rspo.swap import ReplayBuffer, has_signal, swap_batch
 from rspo.update import TurnBatch, join_batches, ppo_update
 
@@ -52,8 +53,6 @@ class Explorer:
         with ``swap_budget="matched"`` the iteration's other half), counted in the run's environment
         steps; the episodes and their ``explorer/*`` metrics."""
         import time
-
-        from rspo.trainer import STREAM_EXPLORER
 
         t0 = time.perf_counter()
         explored = trainer.rollout(it, policy=self.policy, stream=STREAM_EXPLORER)
@@ -130,12 +129,10 @@ def replay(trainer, it: int, episodes, batch: TurnBatch, explored) -> tuple[Turn
     """``offpolicy``: the explorer's groups go into the replay buffer; ``replay_groups`` of the buffer's
     (relabelled with the outcome reward, their turns weighted by truncated importance weights) join
     the learner's batch as an off-policy term of weight ``swap_lambda``."""
-    from rspo.trainer import STREAM_REPLAY, _derive
-
     cfg, buffer = trainer.cfg, trainer.explorer.buffer
     buffer.add(explored, it)
     buffer.evict(it)
-    rng = random.Random(_derive(cfg.seed, STREAM_REPLAY, it))
+    rng = random.Random(derive(cfg.seed, STREAM_REPLAY, it))
     eligible = partial(has_signal, cfg=cfg, spec=trainer.spec) if cfg.replay_select == "signal" else None
     groups = buffer.sample(cfg.replay_groups, rng, eligible)
     replayed = [replace(ep, group=k) for k, g in enumerate(groups) for ep in g.episodes]

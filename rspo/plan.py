@@ -258,7 +258,7 @@ class Progress:
 
     # the trainer's methods, wrapped on the instance
     def __enter__(self):
-        from rspo.trainer import STREAM_EXPLORER as explorer_stream
+        from rspo.streams import STREAM_EXPLORER as explorer_stream
 
         t = self.trainer
 

@@ -37,24 +37,11 @@ from rspo.explorer import success_keys
 from rspo.metrics import MetricsLog, episode_metrics
 from rspo.rewards import RewardSpec, compute_rewards
 from rspo.rollout import Episode, collect, make_envs
+from rspo.streams import STREAM_EXPLORER, STREAM_INIT, STREAM_ITERATION, STREAM_ROLLOUT, STREAM_TASKS, derive
 from rspo.update import TurnBatch, build_batch, ppo_update
 
 POOL_SEED = 20260701  # TrainConfig.task_pool's draw: one pool per size, shared by every run
-
-
-# the random streams of a run, each derived from its seed and the stream's number (_derive): the
-# numbers are part of every committed run's randomness, so they never change
-STREAM_INIT = 0  # torch's global seed at the start
-STREAM_TASKS = 1  # which tasks an iteration draws
-STREAM_ROLLOUT = 2  # the learner's action sampling
-STREAM_ITERATION = 3  # torch's global seed at the start of every iteration
-STREAM_REPLAY = 4  # which replayed groups RSPO's learner sees
-STREAM_EXPLORER = 5  # the explorer's action sampling
-
-
-def _derive(seed: int, *parts: int) -> int:
-    """A 63-bit seed from ``seed`` and integer ``parts`` (stable across machines and runs)."""
-    return random.Random(f"{seed}:" + ":".join(map(str, parts))).getrandbits(63)
+# the run's random streams (STREAM_*, derive) are rspo.streams': their numbers never change
 
 
 def pool_tasks(task_ids: list[str], n: int) -> list[str]:
@@ -137,7 +124,7 @@ class Trainer:
         self.local_tasks = self.learner_tasks // self.dist.world
         self.device, self.autocast_dtype = resolve_device(cfg, self.dist)
         self.run_dir = cfg.run_dir
-        torch.manual_seed(_derive(cfg.seed, STREAM_INIT))
+        torch.manual_seed(derive(cfg.seed, STREAM_INIT))
         self.policy = policy if policy is not None else load_policy(cfg, self.device)
         self.policy_given = policy is not None
         self.show_admissible = resolve_show_admissible(cfg)
@@ -185,7 +172,7 @@ class Trainer:
     def sample_tasks(self, iteration: int, round_: int = 0, explorer: bool = False) -> list[str]:
         """This process's share of the iteration's ``tasks_per_iter`` tasks (all of them in one process);
         with ``swap_budget="matched"`` of its first half (the learner's) or, for ``explorer``, its second."""
-        rng = random.Random(_derive(self.cfg.seed, STREAM_TASKS, iteration, round_))
+        rng = random.Random(derive(self.cfg.seed, STREAM_TASKS, iteration, round_))
         tasks = rng.sample(self.train_tasks, self.cfg.tasks_per_iter)
         if self.cfg.swap_budget == "matched":
             tasks = tasks[self.learner_tasks :] if explorer else tasks[: self.learner_tasks]
@@ -196,7 +183,7 @@ class Trainer:
     ) -> list[Episode]:
         cfg = self.cfg
         parts = (stream, iteration, round_) + ((self.dist.rank,) if self.dist.active else ())
-        generator = torch.Generator(device="cpu").manual_seed(_derive(cfg.seed, *parts))
+        generator = torch.Generator(device="cpu").manual_seed(derive(cfg.seed, *parts))
         with self.autocast():
             return collect(
                 policy or self.policy,
@@ -416,7 +403,7 @@ class Trainer:
     def seed_iteration(self, it: int) -> None:
         """Seed torch's global generator for iteration ``it``, as :meth:`run` does before each one: an
         iteration run by hand (notebook 04) is then the run's own."""
-        torch.manual_seed(_derive(self.cfg.seed, STREAM_ITERATION, it))
+        torch.manual_seed(derive(self.cfg.seed, STREAM_ITERATION, it))
 
     def train_step(self, it: int) -> dict:
         """One iteration without evaluation: rollout, rewards, advantages, update; returns its metrics."""
