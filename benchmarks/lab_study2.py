@@ -91,6 +91,9 @@ def claims(args) -> None:
     print(to_markdown(head, lines) if lines else "(no finished RSPO runs)")
     for note in notes:
         print(note)
+    if lines:
+        print("\n" + study2.SPEED_CAPTION.format(setting=setting.name) + "\n")
+        print(to_markdown(*study2.speed_table(args.root, setting, args.candidate, args.boot)))
 
 
 def summary(args) -> None:

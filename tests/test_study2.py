@@ -254,3 +254,34 @@ def test_the_summary_opens_with_rspos_headline_in_bold_once_the_phase_is_complet
         "**RSPO at L7-m0.15-ms1, where both premises hold: (c) RSPO >= both at equal steps is 1 within noise of 1"
     )
     assert "| grpo | matched | 10/10/10 |" in text and "- a note" in text
+
+
+def test_success_along_the_steps_is_read_linearly_between_evaluations():
+    run = slow_outcome(0)  # greedy 0 at 0 and 600 steps, 0.9 at 1,000
+    assert study2.success_at_steps(run, 800) == pytest.approx(0.45)
+    assert study2.success_at_steps(run, 5000) == pytest.approx(0.9)  # the last evaluation's beyond it
+    # area: 0 on [0, 600], then a ramp to 0.9 on [600, 1000]: 0.5 x 400 x 0.9 / 1000
+    assert study2.success_area(run, 1000) == pytest.approx(0.18)
+    assert study2.success_area(run, 600) == pytest.approx(0.0)
+
+
+def test_the_speed_table_shows_a_method_that_gets_there_first(monkeypatch, tmp_path):
+    """Post hoc (protocol 3 registers it): a method that ends level with outcome but climbs first has a
+    higher mean success over [0, T]; its difference's interval lies above 0."""
+    outcome = [slow_outcome(s) for s in range(6)]
+    dense = [drifting_dense(s) for s in range(6)]
+    fast = [_run("rspo", s, [0.5] * 10, {6: 0.8, 10: 0.9 + 0.01 * s}) for s in range(6)]
+    monkeypatch.setattr(
+        study2,
+        "claim_groups",
+        lambda root, setting, candidate=0: iter([("grpo", "matched", outcome, dense, fast)]),
+    )
+    head, lines = study2.speed_table(tmp_path, study2.find_setting(study2.CHOSEN), boot=300)
+    (row,) = lines
+    cells = dict(zip(head, row, strict=True))
+    assert cells["T (steps)"] == "1,000" and cells["seeds o/d/r"] == "6/6/6"
+    assert cells["at T/2: o / d / RSPO (%)"] == "0 / 21 / 67"  # 500 steps: dense 0.3 x 500/720
+    o, _, r = (float(v) for v in cells["mean over [0, T]: o / d / RSPO (%)"].split(" / "))
+    assert r > o
+    est, low, _high = (float(v) for v in re.findall(r"[-+]?\d+", cells["RSPO - outcome (pts)"]))
+    assert est == pytest.approx(r - o, abs=1) and low > 0
