@@ -8,6 +8,9 @@
     python benchmarks/lab_study2.py claims --setting L7-m0.15
     python benchmarks/lab_study2.py summary --root results/lab/study2     # the README's bullets
     python benchmarks/lab_study2.py archive --phase scan --root runs/lab-study2 [--to results/lab/study2]
+    python benchmarks/lab_study2.py train --phase study3                  # study 3 (docs/lab/protocol-3.md)
+    python benchmarks/lab_study2.py study3 --root results/lab             # its table (c'), from the logs
+    python benchmarks/lab_study2.py archive --phase study3 --to results/lab
 
 Runs train several at a time (``--workers``, default 2: one thread each on a 2-core machine). Safe
 in parallel: each run writes only its own folder (``<root>/<phase>/<setting>/<run>/``, with its
@@ -29,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo import study2  # noqa: E402
+from rspo import study2, study3  # noqa: E402
 from rspo.analysis import to_markdown  # noqa: E402
 
 DEFAULT_ROOT = ROOT / "runs" / "lab-study2"
@@ -38,6 +41,8 @@ DEFAULT_ROOT = ROOT / "runs" / "lab-study2"
 def configs_of(args) -> list:
     if args.phase == "scan":
         return study2.scan_configs(args.root, args.stage)
+    if args.phase == "study3":
+        return study3.configs(args.root)
     setting = study2.find_setting(args.setting)
     if args.phase == "confirm":
         return study2.confirm_configs(args.root, setting, args.candidate)
@@ -101,6 +106,19 @@ def summary(args) -> None:
     print(study2.finding_markdown(args.root, args.boot), end="")
 
 
+def study3_table(args) -> None:
+    """Study 3's table (docs/lab/protocol-3.md), from the runs under ``<root>/study3/``."""
+    head, lines = study3.table(args.root, args.boot)
+    left = study3.missing(args.root)
+    print(
+        f"study 3 at {study2.CHOSEN}, GRPO, seeds {study3.SEEDS[0]}-{study3.SEEDS[-1]} (protocol 3's rule); "
+        f"{len(study3.configs(args.root)) - len(left)} of {len(study3.configs(args.root))} runs finished\n"
+    )
+    print(to_markdown(head, lines) if lines else "(no finished runs)")
+    if left:
+        print(f"\nnot finished ({len(left)}): the verdict is read when every run is")
+
+
 def archive(args) -> None:
     """Copy the finished runs of a phase (every file but checkpoints and locks) into ``--to``, keeping the
     ``<phase>/<setting>/<run>/`` layout; a file already there with other bytes is an error."""
@@ -148,6 +166,7 @@ def main(argv=None) -> None:
         ("claims", claims),
         ("archive", archive),
         ("summary", summary),
+        ("study3", study3_table),
     ):
         p = sub.add_parser(name)
         p.set_defaults(fn=fn)
@@ -162,15 +181,15 @@ def main(argv=None) -> None:
         )
         if name == "archive":
             p.add_argument("--to", type=Path, default=ROOT / "results" / "lab" / "study2", help="the archive")
-        if name not in ("claims", "summary"):
-            p.add_argument("--phase", choices=("scan", "confirm", "rspo"), required=True)
+        if name not in ("claims", "summary", "study3"):
+            p.add_argument("--phase", choices=("scan", "confirm", "rspo", "study3"), required=True)
             p.add_argument("--stage", choices=tuple(study2.STAGES), default="A")
         if name == "train":
             p.add_argument("--workers", type=int, default=2, help="runs at a time, each in its own process")
         elif name != "archive":
             p.add_argument("--boot", type=int, default=2000)
     args = parser.parse_args(argv)
-    if args.command in ("train", "gate") and args.phase != "scan" and not args.setting:
+    if args.command in ("train", "gate") and args.phase not in ("scan", "study3") and not args.setting:
         parser.error(f"--phase {args.phase} needs --setting (protocol 2 names them)")
     if args.command == "claims" and not args.setting:
         parser.error("claims needs --setting")
