@@ -285,3 +285,19 @@ def test_the_speed_table_shows_a_method_that_gets_there_first(monkeypatch, tmp_p
     assert r > o
     est, low, _high = (float(v) for v in re.findall(r"[-+]?\d+", cells["RSPO - outcome (pts)"]))
     assert est == pytest.approx(r - o, abs=1) and low > 0
+
+
+def test_protocol_2s_record_copies_the_claims_table_and_its_words_quote_it():
+    """The record's copy of the claims (docs/lab/protocol-2.md) is the table the archive gives, and every
+    interval its closing paragraph quotes is one of that table's cells."""
+    from rspo.analysis import to_markdown
+
+    head, lines, _ = study2.claims_table(study2.ARCHIVE, study2.find_setting(study2.CHOSEN))
+    record = (study2.ARCHIVE.parents[2] / "docs" / "lab" / "protocol-2.md").read_text()
+    for line in to_markdown(head, lines).strip().splitlines():
+        assert "  " + line in record
+    closing = record[record.rindex("By the rule registered above") :].replace("\u2212", "-")
+    quoted = re.findall(r"[-+]\d+ \[[-+]\d+, [-+]\d+\]", closing)
+    assert len(quoted) == 3 and all(q in to_markdown(head, lines) for q in quoted)
+    verdicts = [row[5].split(":")[0] for row in lines]
+    assert (verdicts.count("no"), verdicts.count("within noise"), verdicts.count("yes")) == (1, 5, 0)
