@@ -6,7 +6,7 @@
     python benchmarks/lab_study2.py gate --phase confirm --setting L7-m0.15
     python benchmarks/lab_study2.py train --phase rspo --setting L7-m0.15
     python benchmarks/lab_study2.py claims --setting L7-m0.15
-    python benchmarks/lab_study2.py summary --root results/lab/study2     # the README's bullets
+    python benchmarks/lab_study2.py summary --root results/lab/study2     # docs/lab/findings.md's bullets
     python benchmarks/lab_study2.py archive --phase scan --root runs/lab-study2 [--to results/lab/study2]
     python benchmarks/lab_study2.py train --phase study3                  # study 3 (docs/lab/protocol-3.md)
     python benchmarks/lab_study2.py study3 --root results/lab             # its table (c'), from the logs
@@ -102,7 +102,7 @@ def claims(args) -> None:
 
 
 def summary(args) -> None:
-    """What the study found so far, as the README's bullets (computed from the archive's numbers)."""
+    """What the study found so far, as docs/lab/findings.md's bullets (computed from the archive's numbers)."""
     print(study2.finding_markdown(args.root, args.boot), end="")
 
 

@@ -640,7 +640,7 @@ def rspo_sentences(setting: Setting, rows: list[list[str]]) -> list[str]:
 
 def finding_markdown(root, boot: int = 2000) -> str:
     """:func:`finding` as Markdown bullets, then each setting's RSPO claims table: the block the README
-    shows between ``<!-- study2 -->`` markers (a test keeps the copy equal to this)."""
+    docs/lab/findings.md shows between ``<!-- study2 -->`` markers (a test keeps the copy equal to this)."""
     from rspo.analysis import to_markdown
 
     claims = rspo_claims(root, boot)  # once: finding's sentences and the tables read the same claims

@@ -152,9 +152,10 @@ def test_a_captured_explorer_is_counted_and_c_is_read_again_without_it():
     assert claims.captured_cell(outcome, dense, [ppo], boot=50) == "not logged"
 
 
-def test_the_readmes_study2_block_is_the_summary_of_the_archive():
-    """README.md's study-2 bullets (between <!-- study2 --> markers) are what `lab_study2.py summary`
-    computes from the archived runs: no hand-written number."""
+def test_the_findings_study2_block_is_the_summary_of_the_archive():
+    """docs/lab/findings.md's study-2 bullets (between <!-- study2 --> markers) are what `lab_study2.py
+    summary` computes from the archived runs, and the README's headline is its first line: no
+    hand-written number."""
     import re
     from pathlib import Path
 
@@ -162,12 +163,15 @@ def test_the_readmes_study2_block_is_the_summary_of_the_archive():
     archive = root / "results" / "lab" / "study2"
     if not archive.is_dir():
         pytest.skip("needs a checkout (results/lab/study2)")
-    block = re.search(r"<!-- study2 -->\n(.*?)<!-- /study2 -->", (root / "README.md").read_text(), re.S)
-    assert block, "README.md has no <!-- study2 --> block"
-    assert block.group(1) == study2.finding_markdown(archive), (
-        "README.md's study-2 block differs from `python benchmarks/lab_study2.py summary --root "
-        "results/lab/study2`: paste its output again"
+    findings = root / "docs" / "lab" / "findings.md"
+    block = re.search(r"<!-- study2 -->\n(.*?)<!-- /study2 -->", findings.read_text(), re.S)
+    assert block, "docs/lab/findings.md has no <!-- study2 --> block"
+    summary = study2.finding_markdown(archive)
+    assert block.group(1) == summary, (
+        "docs/lab/findings.md's study-2 block differs from `python benchmarks/lab_study2.py summary "
+        "--root results/lab/study2`: paste its output again"
     )
+    assert "\n" + summary.splitlines()[0] + "\n" in (root / "README.md").read_text()
 
 
 def test_archived_like_finds_the_archive_runs_of_a_quick_profile_run_at_other_seeds():
