@@ -109,10 +109,10 @@ def summary(args) -> None:
 def study3_table(args) -> None:
     """Study 3's table (docs/lab/protocol-3.md), from the runs under ``<root>/study3/``."""
     head, lines = study3.table(args.root, args.boot)
-    left = study3.missing(args.root)
+    left, total = study3.missing(args.root), len(study3.configs(args.root))
     print(
         f"study 3 at {study2.CHOSEN}, GRPO, seeds {study3.SEEDS[0]}-{study3.SEEDS[-1]} (protocol 3's rule); "
-        f"{len(study3.configs(args.root)) - len(left)} of {len(study3.configs(args.root))} runs finished\n"
+        f"{total - len(left)} of {total} runs finished\n"
     )
     print(to_markdown(head, lines) if lines else "(no finished runs)")
     if left:

@@ -18,6 +18,7 @@ are those of every committed RSPO run: ``rspo replay`` checks that they stay so.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import replace
 from functools import partial
 
@@ -52,8 +53,6 @@ class Explorer:
         """The explorer's rollout of iteration ``it`` (its own sampling stream; the learner's tasks, or
         with ``swap_budget="matched"`` the iteration's other half), counted in the run's environment
         steps; the episodes and their ``explorer/*`` metrics."""
-        import time
-
         t0 = time.perf_counter()
         explored = trainer.rollout(it, policy=self.policy, stream=STREAM_EXPLORER)
         for ep in explored:
@@ -77,8 +76,6 @@ class Explorer:
 
     def train(self, trainer, it: int, explored: list[Episode]) -> dict:
         """The explorer's update on its own episodes under the dense reward; its metrics."""
-        import time
-
         explorer_batch = trainer.batch(explored, SWAP_REWARDS[1])
         t0 = time.perf_counter()
         stats = ppo_update(
