@@ -61,7 +61,7 @@ def household_vs_alfworld(
 
         entries = [
             dataclasses.replace(household, name="household", factory=Household),
-            dataclasses.replace(household, name=Exported.name, factory=Exported, profiles={}),
+            dataclasses.replace(household, name=Exported.name, factory=Exported),
         ]
         with ENVS.temporary(*entries):
             out = {
