@@ -25,14 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import rspo.envs
+import rspo.core.envs
 
 TARGETS = {"household": 5_000, "shop": 1_000, "detour": 50_000}
 REAL = ("alfworld", "textworld")
 
 
 def bench(name: str, seconds: float, seed: int = 0, env=None, chunk: int = 200) -> dict:
-    env = env if env is not None else rspo.envs.make(name, split="train")
+    env = env if env is not None else rspo.core.envs.make(name, split="train")
     rng = random.Random(seed)
     env.reset(seed=seed)  # warm caches (search index, layouts) outside the timed loop
     steps = episodes = searches = 0
@@ -65,8 +65,8 @@ def real_env(name: str, folder: Path):
         print(f"{name:10s} skipped: not installed (pip install -e .[{name}])")
         return None
     if name == "alfworld":
-        from rspo.envs.alfworld import AlfworldEnv
-        from rspo.envs.alfworld.export import export_tasks
+        from rspo.core.envs.alfworld import AlfworldEnv
+        from rspo.core.envs.alfworld.export import export_tasks
 
         export_tasks(folder, "valid_seen", per_type=1)
         env = AlfworldEnv(split="valid_seen", data=folder)
@@ -79,7 +79,7 @@ def real_env(name: str, folder: Path):
     import subprocess
     import sys
 
-    from rspo.envs.textworld import TextWorldEnv
+    from rspo.core.envs.textworld import TextWorldEnv
 
     exe = shutil.which("tw-make") or str(Path(sys.executable).with_name("tw-make"))
     cmd = [exe, "custom", "--world-size", "5", "--nb-objects", "10", "--quest-length", "5", "--seed", "1"]
@@ -97,7 +97,7 @@ def print_real(r: dict, note: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds per environment")
-    parser.add_argument("--envs", nargs="+", default=[n for n in rspo.envs.list_envs() if n not in REAL])
+    parser.add_argument("--envs", nargs="+", default=[n for n in rspo.core.envs.list_envs() if n not in REAL])
     parser.add_argument(
         "--real", nargs="*", default=list(REAL), help="real engines (skipped if not installed)"
     )
@@ -126,7 +126,7 @@ def main() -> None:
             r = bench(name, args.seconds, env=env, chunk=1)
             print_real(r, "(real engine)")
             if name == "alfworld":  # beside it, the same loop with TextWorld's own parsing every step
-                from rspo.envs.alfworld import engine
+                from rspo.core.envs.alfworld import engine
 
                 engine.uninstall_grammar_cache()
                 try:

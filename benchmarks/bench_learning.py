@@ -4,7 +4,7 @@
         [--algos grpo ppo gigpo] [--rewards outcome dense rspo] [--seeds 0 1 2] [--out runs/bench-learning]
         [--set key=value ...] [--ablations] [--table-only] [--markdown] [--diagnose] [--restore [DIR]]
 
-Each run is ``rspo train`` with the profile's settings (``rspo.profiles.TRAIN_PROFILES``, shared with
+Each run is ``rspo train`` with the profile's settings (``rspo.core.profiles.TRAIN_PROFILES``, shared with
 the notebooks of ``rspo reproduce``) from the warm-started tiny
 default, greedy evaluation before the first and after the last iteration. Runs go one after another
 in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<algo>-<reward>-s<seed>/``:
@@ -12,12 +12,12 @@ in seed-major order (every combination's seed 0 first), each in ``<out>/<env>-<a
 - resumable run by run: a finished run (its last metrics row has the final iteration and an eval) is
   not repeated; a killed one resumes from its last checkpoint; so the table can be filled in parts;
 - the initial evaluation is the same for every run of an environment (same policy, greedy, same
-  tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.experiments``);
+  tasks), so it is computed once and cached in ``<out>/initial-<env>.json`` (``rspo.study.experiments``);
 - ``--ablations`` adds the profile's ablation runs (notebook 05's: RSPO on GRPO with one setting
   changed, seed 0), so that the benchmark fills every run ``rspo reproduce --profile cpu`` reads; for
-  the lab, the protocol's ablation rows (``rspo.profiles.LAB_ABLATIONS``) at every seed given;
+  the lab, the protocol's ablation rows (``rspo.core.profiles.LAB_ABLATIONS``) at every seed given;
 - ``--table-only`` prints the table from what is on disk; ``--diagnose`` adds what the training rows
-  say (``rspo.analysis.diagnostics_table``: rollout success, process return, RSPO's explorer and replay);
+  say (``rspo.study.analysis.diagnostics_table``: rollout success, process return, RSPO's explorer and replay);
 - ``--restore`` first puts back the finished runs whose logs were published with a report
   (``results/cpu/runs/``), so a table filled in parts on different machines goes on where the
   published one stopped;
@@ -41,33 +41,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.config import TrainConfig  # noqa: E402
-from rspo.envs import list_envs  # noqa: E402
-from rspo.experiments import grid_configs  # noqa: E402
-from rspo.profiles import TRAIN_PROFILES  # noqa: E402
+from rspo.core.config import TrainConfig  # noqa: E402
+from rspo.core.envs import list_envs  # noqa: E402
+from rspo.core.profiles import TRAIN_PROFILES  # noqa: E402
+from rspo.study.experiments import grid_configs  # noqa: E402
 
 
 def finished_runs(configs: list[TrainConfig]) -> list:
-    """The finished runs among ``configs`` (:func:`rspo.experiments.finished_run`), each read once."""
-    from rspo.experiments import finished_run
+    """The finished runs among ``configs`` (:func:`rspo.study.experiments.finished_run`), each read once."""
+    from rspo.study.experiments import finished_run
 
     return [run for run in map(finished_run, configs) if run is not None]
 
 
 def run_one(cfg: TrainConfig):
     """Train (or resume) the run ``cfg`` names, with the trainer's progress bar (a run takes minutes:
-    the terminal shows each iteration); the finished :class:`rspo.analysis.Run`."""
+    the terminal shows each iteration); the finished :class:`rspo.study.analysis.Run`."""
     from dataclasses import replace
 
-    from rspo.experiments import ensure_run
+    from rspo.study.experiments import ensure_run
 
     return ensure_run(replace(cfg, progress=True))  # progress may differ from a saved run's config
 
 
 def table(runs: list, markdown: bool, split: str = "") -> str:
-    """The table of the finished ``runs`` (aggregated over seeds by :mod:`rspo.analysis`); ``split``:
-    success on that evaluation split only (:func:`rspo.analysis.summarise`)."""
-    from rspo.analysis import aggregate, mixed_starts, results_table, summarise, to_markdown, to_text
+    """The table of the finished ``runs`` (aggregated over seeds by :mod:`rspo.study.analysis`); ``split``:
+    success on that evaluation split only (:func:`rspo.study.analysis.summarise`)."""
+    from rspo.study.analysis import aggregate, mixed_starts, results_table, summarise, to_markdown, to_text
 
     rows = summarise(runs, split)
     if not rows:
@@ -85,7 +85,7 @@ def budget(configs: list[TrainConfig], runs: list, target_minutes: float = 15.0)
     them, else its wall minutes."""
     import statistics
 
-    from rspo.analysis import method_name, summarise
+    from rspo.study.analysis import method_name, summarise
 
     minutes: dict[tuple, list[float]] = {}
     for row in summarise(runs):  # CPU minutes where the run logged them: pauses and sharing excluded
@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument(
         "--diagnose",
         action="store_true",
-        help="also what the training rows say (rspo.analysis.diagnostics_table): rollout success, process "
+        help="also what the training rows say (rspo.study.analysis.diagnostics_table): rollout success, process "
         "return, episode length, RSPO's explorer and replay, first half -> second half of training",
     )
     parser.add_argument(
@@ -146,7 +146,7 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out) / args.profile
     if args.restore is not None:
-        from rspo.reproduce import restore_published
+        from rspo.study.reproduce import restore_published
 
         restore_published(args.profile, args.restore, out, lambda line: print(line, flush=True))
     overrides = {}
@@ -157,10 +157,12 @@ def main() -> None:
             parser.error(f"--set {item}: not KEY=VALUE of a TrainConfig field")
         overrides[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
     configs = grid_configs(args.profile, out, args.envs, args.algos, args.rewards, args.seeds, **overrides)
-    if args.ablations:  # as rspo reproduce --profile <profile> trains them (rspo.reproduce.table_parameters)
-        from rspo.experiments import ablation_configs
-        from rspo.profiles import LAB_ABLATIONS
-        from rspo.reproduce import table_parameters
+    if (
+        args.ablations
+    ):  # as rspo reproduce --profile <profile> trains them (rspo.study.reproduce.table_parameters)
+        from rspo.core.profiles import LAB_ABLATIONS
+        from rspo.study.experiments import ablation_configs
+        from rspo.study.reproduce import table_parameters
 
         if args.profile == "lab":  # no notebook reads the lab's ablations: the protocol's list, every seed
             ablations, seeds = LAB_ABLATIONS, args.seeds
@@ -186,7 +188,7 @@ def main() -> None:
     print(table(runs, args.markdown, args.split))
     print(budget(configs, runs))
     if args.diagnose and runs:
-        from rspo.analysis import diagnostics_table, to_markdown, to_text
+        from rspo.study.analysis import diagnostics_table, to_markdown, to_text
 
         head, lines = diagnostics_table(runs)
         print(to_markdown(head, lines) if args.markdown else to_text(head, lines))

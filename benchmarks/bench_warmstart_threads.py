@@ -2,7 +2,7 @@
 
     python benchmarks/bench_warmstart_threads.py [--env detour] [--steps 20] [--rounds 2] [--beside 0 1]
 
-A warm start is 1,000-1,200 SFT steps of the tiny default policy (``rspo.sft.warm_start``). On an idle
+A warm start is 1,000-1,200 SFT steps of the tiny default policy (``rspo.core.sft.warm_start``). On an idle
 2-core machine a step takes a fraction of a second; beside other work it was measured at several
 seconds (issue 19). This times ``--steps`` steps per measurement, alternating the thread counts
 round by round (so that both see the same machine), with ``--beside`` N extra processes spinning a
@@ -39,7 +39,7 @@ def time_steps(env: str, steps: int, threads: int) -> float:
 
 
 def _train_s(env: str, steps: int, threads: int) -> float:
-    from rspo.sft import default_config, fresh_policy, warm_start
+    from rspo.core.sft import default_config, fresh_policy, warm_start
 
     config = replace(default_config(env), max_steps=steps)
     return warm_start(fresh_policy(config), config, threads=threads)["train_s"]

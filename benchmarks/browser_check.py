@@ -410,9 +410,9 @@ def planted_report(browser: Browser, tmp: Path, result: Result) -> None:
     import nbformat
     import plotly.graph_objects as go
 
-    from rspo.report import write_report
-    from rspo.reproduce import NotebookRun
-    from rspo.results import save_results
+    from rspo.study.report import write_report
+    from rspo.study.reproduce import NotebookRun
+    from rspo.study.results import save_results
 
     out = tmp / "planted"
     figures = out / "figures"

@@ -3,7 +3,7 @@
     python benchmarks/kill_test.py [--kills 20] [--iterations 6] [--checkpoint-every 2]
         [--reward rspo] [--seed 0] [--out DIR]
 
-1. A reference run trains a tiny untrained policy (``rspo.policies.tiny``, no warm start) to the
+1. A reference run trains a tiny untrained policy (``rspo.core.policies.tiny``, no warm start) to the
    end in a subprocess.
 2. The same run is started with ``resume=True`` in another folder, again and again, and each start
    is killed with SIGKILL until ``--kills`` kills are spent; then it runs to the end. The child
@@ -55,8 +55,8 @@ def _slow_writes(pause: float) -> None:
 
     import torch
 
-    import rspo.atomic
-    import rspo.metrics
+    import rspo.core.atomic
+    import rspo.core.metrics
 
     real_save, real_replace, real_write = torch.save, os.replace, os.write
 
@@ -91,16 +91,16 @@ def _slow_writes(pause: float) -> None:
         return n
 
     torch.save = slow_save
-    rspo.atomic.os = types.SimpleNamespace(**{**vars(os), "replace": slow_replace})
-    rspo.metrics.os = types.SimpleNamespace(**{**vars(os), "write": torn_write})
+    rspo.core.atomic.os = types.SimpleNamespace(**{**vars(os), "replace": slow_replace})
+    rspo.core.metrics.os = types.SimpleNamespace(**{**vars(os), "write": torn_write})
 
 
 def child(args) -> None:
     import torch
 
-    from rspo.config import TrainConfig
-    from rspo.policies.tiny import untrained_tiny_policy
-    from rspo.trainer import Trainer
+    from rspo.core.config import TrainConfig
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.core.trainer import Trainer
 
     torch.set_num_threads(1)
     cfg = TrainConfig(**json.loads(args.child_config))
@@ -185,7 +185,7 @@ def reference(cfg: dict) -> float:
 
 def _checkpointed(run_dir: Path) -> int:
     """The iteration of the run's checkpoint (0: none)."""
-    from rspo.checkpoint import read_checkpoint
+    from rspo.core.checkpoint import read_checkpoint
 
     path = run_dir / "checkpoint" / "state.pt"
     return read_checkpoint(path)["iteration"] if path.exists() else 0
@@ -249,7 +249,7 @@ def killed_run(cfg: dict, kills: int, rng: random.Random, pause: float, seconds_
 
 
 def _weights(path: Path) -> dict:
-    from rspo.checkpoint import read_checkpoint
+    from rspo.core.checkpoint import read_checkpoint
 
     return read_checkpoint(path)
 

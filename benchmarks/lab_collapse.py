@@ -2,7 +2,7 @@
 
     python benchmarks/lab_collapse.py [--algo ppo] [--reward dense] [--seed 1] [--iterations 20]
 
-Trains one lab run (the protocol's settings, ``rspo.experiments.run_config("lab", ...)``) in a
+Trains one lab run (the protocol's settings, ``rspo.study.experiments.run_config("lab", ...)``) in a
 scratch folder and, around every update, measures on the update's own batch the turns that won an
 episode (the last turn of each successful episode):
 
@@ -38,9 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rspo.experiments import run_config  # noqa: E402
-from rspo.trainer import Trainer  # noqa: E402
-from rspo.update import score_turns  # noqa: E402
+from rspo.core.trainer import Trainer  # noqa: E402
+from rspo.core.update import score_turns  # noqa: E402
+from rspo.study.experiments import run_config  # noqa: E402
 
 
 def winning_turns(episodes, batch) -> list[int]:

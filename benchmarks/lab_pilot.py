@@ -21,8 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rspo.config import TrainConfig  # noqa: E402
-from rspo.trainer import Trainer  # noqa: E402
+from rspo.core.config import TrainConfig  # noqa: E402
+from rspo.core.trainer import Trainer  # noqa: E402
 
 
 def main() -> None:

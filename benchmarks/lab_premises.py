@@ -3,12 +3,12 @@
     python benchmarks/lab_premises.py [--runs runs/lab-sweep] [--boot 2000] [--claims [DIR ...]]
         [--claims-out FILE] [--curves [--curves-algo ALGO]] [--cost] [--collapses] [--ablations]
 
-``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (:mod:`rspo.claims` applies its
+``--claims`` also prints the claims table of ``docs/lab/protocol.md`` (:mod:`rspo.study.claims` applies its
 rules), over the lab's runs and any folders of finished runs named after it (household and shop:
 ``results/cpu/runs``), and writes it as data to ``--claims-out`` (default: ``claims.json`` beside the
 ``--runs`` folder; ``-``: none): ``head`` and ``rows`` (strings, as printed), the folders read and the
 command. ``--runs results/lab/study1/runs --claims results/cpu/runs`` writes
-``results/lab/study1/claims.json``, the committed table that ``rspo.report`` shows beside a report's
+``results/lab/study1/claims.json``, the committed table that ``rspo.study.report`` shows beside a report's
 own. The premises are read at the protocol's 30 iterations: baselines continued to 60 for the claims'
 equal-steps view are cut there.
 
@@ -30,7 +30,7 @@ each method, ``--boot`` times, percentiles 2.5 and 97.5). Curves are read agains
   do; no when either interval lies wholly on the other side; within noise otherwise.
 
 Every label is one of holds / within noise / no: an interval that straddles its threshold is
-*within noise*, wherever its estimate lies (``rspo.claims.verdict``).
+*within noise*, wherever its estimate lies (``rspo.study.claims.verdict``).
 - **P3, unsampled successes (each m).** Distinct successful trajectories
   (``rollout/distinct_successes``) of the dense learner minus the outcome learner's, at half of
   ``T``: holds when the interval is above 0. The same is printed at ``T``.
@@ -47,8 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo.analysis import load_runs, to_markdown  # noqa: E402
-from rspo.claims import (  # noqa: E402
+from rspo.study.analysis import load_runs, to_markdown  # noqa: E402
+from rspo.study.claims import (  # noqa: E402
     ablation_table,
     bootstrap,
     by_reward,
@@ -73,7 +73,7 @@ def main() -> None:
         "--claims",
         nargs="*",
         metavar="DIR",
-        help="also the protocol's claims table (rspo.claims), over --runs and these folders of finished "
+        help="also the protocol's claims table (rspo.study.claims), over --runs and these folders of finished "
         "runs (e.g. results/cpu/runs for household and shop)",
     )
     parser.add_argument(
@@ -115,7 +115,7 @@ def main() -> None:
         extra = [r for folder in args.claims for r in load_runs(folder)]
         head, lines = claims_table(runs + extra, args.boot)
         print(
-            "claims (docs/lab/protocol.md, rspo.claims): final greedy test success, points, 95% intervals\n"
+            "claims (docs/lab/protocol.md, rspo.study.claims): final greedy test success, points, 95% intervals\n"
         )
         print(to_markdown(head, lines) if lines else "(no environment has outcome, dense and RSPO runs)")
         print()

@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rspo import study2, study3  # noqa: E402
-from rspo.analysis import to_markdown  # noqa: E402
+from rspo.study import study2, study3  # noqa: E402
+from rspo.study.analysis import to_markdown  # noqa: E402
 
 DEFAULT_ROOT = ROOT / "runs" / "lab-study2"
 
@@ -50,7 +50,7 @@ def configs_of(args) -> list:
 
 
 def train(args) -> None:
-    from rspo.experiments import train_runs
+    from rspo.study.experiments import train_runs
 
     configs = configs_of(args)
     t0 = time.perf_counter()
@@ -125,7 +125,7 @@ def archive(args) -> None:
     import filecmp
     import shutil
 
-    from rspo.analysis import load_run
+    from rspo.study.analysis import load_run
 
     src = args.root / args.phase
     copied = same = 0

@@ -56,6 +56,12 @@ MODULES: dict[str, list[str]] = {
 STATUS = re.compile(r"^\s*(\S+__mutmut_\d+):\s*(.+?)\s*$")
 
 
+def source(module: str) -> str:
+    """The module's file, relative to the checkout: ``update`` -> ``rspo/core/update.py``."""
+    (path,) = (ROOT / "rspo").rglob(f"{module}.py")
+    return path.relative_to(ROOT).as_posix()
+
+
 def mutmut_config(module: str, tests: list[str]) -> str:
     def toml_list(xs):
         return "[" + ", ".join(f'"{x}"' for x in xs) + "]"
@@ -63,7 +69,7 @@ def mutmut_config(module: str, tests: list[str]) -> str:
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["rspo"]\n'
-        f'only_mutate = ["rspo/{module}.py"]\n'
+        f'only_mutate = ["{source(module)}"]\n'
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         "use_git_change_detection = false\n"
@@ -159,7 +165,7 @@ def run_module(module: str, workdir: Path, timeout: float, children: int, only: 
 def report(r: dict) -> None:
     tested, surv = r["tested"], len(r["survived"])
     rate = surv / tested if tested else float("nan")
-    head = f"rspo/{r['module']}.py: {r['total']} mutants"
+    head = f"{source(r['module'])}: {r['total']} mutants"
     if r["stopped"]:
         head += f" (stopped after {r['seconds']:.0f} s: {tested} tested)"
     print(
@@ -190,7 +196,7 @@ def main(argv=None) -> int:
         "--only",
         action="append",
         default=[],
-        help="test only the mutants matching this glob, e.g. 'rspo.update.x_join_batches*' (repeatable)",
+        help="test only the mutants matching this glob, e.g. 'rspo.core.update.x_join_batches*' (repeatable)",
     )
     args = ap.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
@@ -198,7 +204,9 @@ def main(argv=None) -> int:
         ap.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
     results = []
     for module in args.modules or list(MODULES):
-        only = [g for g in args.only if g.startswith(f"rspo.{module}.")]
+        only = [
+            g for g in args.only if g.startswith(source(module).removesuffix(".py").replace("/", ".") + ".")
+        ]
         r = run_module(module, Path(args.workdir), args.timeout, args.children, only)
         report(r)
         results.append(r)

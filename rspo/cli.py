@@ -13,8 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from rspo import envs, profiles
-from rspo.atomic import RunLockedError, atomic_write_text
+from rspo.core import envs, profiles
+from rspo.core.atomic import RunLockedError, atomic_write_text
 
 HELP_TEXT = """Type the number of an admissible action, or any command as free text.
   e / expert   take the expert's next action      ?  / help  show this help
@@ -117,7 +117,7 @@ def play(args: argparse.Namespace, read=read_line, write=print) -> int:
 
 def demo(args: argparse.Namespace, write=print) -> int:
     """Scripted baselines on every environment's evaluation splits: the expert and a random policy."""
-    from rspo.envs.baselines import expert_policy, play_tasks, random_policy
+    from rspo.core.envs.baselines import expert_policy, play_tasks, random_policy
 
     out = Path(args.out)
     check_out_folder(out)  # before the minutes of play, not after
@@ -290,7 +290,7 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
     """One flag per TrainConfig field (``--tasks-per-iter 8``, ``--lora/--no-lora``), help from its comment."""
     import dataclasses
 
-    from rspo.config import TrainConfig, field_choices, field_docs
+    from rspo.core.config import TrainConfig, field_choices, field_docs
 
     docs, choices = field_docs(), field_choices()
     p.add_argument("--config", default=None, help="a JSON file of TrainConfig fields (flags override it)")
@@ -375,13 +375,13 @@ def read_json_file(path: Path, what: str):
 
 def train_config(args: argparse.Namespace, write=None):
     """The TrainConfig of ``rspo train``: --profile's settings, the --config file, then the flags
-    (without a GPU and --profile, the sizes none of them set are :func:`rspo.plan.machine_sizes`'s,
+    (without a GPU and --profile, the sizes none of them set are :func:`rspo.core.plan.machine_sizes`'s,
     said with ``write``); every check that needs no model (the file, the fields, --model, the run
     folder), each a one-line ValueError."""
     import dataclasses
 
-    from rspo.checkpoint import check_run_dir
-    from rspo.config import TrainConfig, read_config_file, unknown_fields_error
+    from rspo.core.checkpoint import check_run_dir
+    from rspo.core.config import TrainConfig, read_config_file, unknown_fields_error
 
     data = {}
     if args.config:
@@ -417,9 +417,9 @@ def train_config(args: argparse.Namespace, write=None):
 
 def _sized(args: argparse.Namespace, data: dict, write=None) -> dict:
     """``data`` (the --config file and flags) over --profile's settings or, without a GPU, the sizes
-    of :func:`rspo.plan.machine_sizes` (the line that says which is written with ``write``)."""
-    from rspo import plan
-    from rspo.config import TrainConfig
+    of :func:`rspo.core.plan.machine_sizes` (the line that says which is written with ``write``)."""
+    from rspo.core import plan
+    from rspo.core.config import TrainConfig
 
     env, reward = data.get("env", TrainConfig.env), data.get("reward", TrainConfig.reward)
     if getattr(args, "profile", None):
@@ -432,13 +432,13 @@ def _sized(args: argparse.Namespace, data: dict, write=None) -> dict:
 
 def train(args: argparse.Namespace, write=print) -> int:
     """Build a TrainConfig from --config and flags, check it and its run folder, and run the trainer
-    (with a progress bar on: its plan, a measured estimate and stage lines, :mod:`rspo.plan`)."""
+    (with a progress bar on: its plan, a measured estimate and stage lines, :mod:`rspo.core.plan`)."""
     cfg = train_config(args, write)  # before the trainer's import and any model: errors come at once
-    from rspo.trainer import Trainer
+    from rspo.core.trainer import Trainer
 
     trainer = Trainer(cfg)
     if cfg.progress and getattr(trainer, "dist", None) is not None and trainer.dist.main:  # not a stub
-        from rspo import plan
+        from rspo.core import plan
 
         rates = plan.probe(trainer)
         est = plan.estimate(trainer, rates)
@@ -508,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile",
         default=None,
         choices=list(profiles.TRAIN_PROFILES),
-        help="start from a profile's settings for --env and --reward (rspo.experiments; flags and "
+        help="start from a profile's settings for --env and --reward (rspo.study.experiments; flags and "
         "--config override them; default: on a CPU the quick profile's sizes, on a GPU TrainConfig's)",
     )
     p.set_defaults(func=train)
@@ -606,13 +606,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def reproduce(args: argparse.Namespace, write=print) -> int:
-    from rspo import reproduce as job
+    from rspo.study import reproduce as job
 
     return job.main(args, write)
 
 
 def replay_cmd(args: argparse.Namespace, write=print) -> int:
-    from rspo.replay import replay
+    from rspo.core.replay import replay
 
     if not math.isfinite(args.tolerance) or args.tolerance < 0:
         raise ValueError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
@@ -621,7 +621,7 @@ def replay_cmd(args: argparse.Namespace, write=print) -> int:
 
 def badges(args: argparse.Namespace, write=print) -> int:
     """Open-in-Colab badges for the repository given, or the one `origin` points at."""
-    from rspo import colab
+    from rspo.notebook import colab
 
     readme = Path(args.readme)
     if not readme.is_file():

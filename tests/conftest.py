@@ -10,7 +10,7 @@ import pytest
 import torch
 from household_worlds import SPLITS
 
-from rspo.envs.household import HouseholdEnv
+from rspo.core.envs.household import HouseholdEnv
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def first_copy_succeeds():
     pretend the first copy of every task succeeded at its last turn (a synthetic outcome)."""
     from tiny_fixtures import with_successes
 
-    from rspo.registry import REWARD_MODES, RewardMode
+    from rspo.core.registry import REWARD_MODES, RewardMode
 
     wrapped = [RewardMode(n, with_successes(REWARD_MODES[n].function)) for n in ("outcome", "dense")]
     with REWARD_MODES.temporary(*wrapped):
@@ -53,7 +53,7 @@ def announced_warm_starts(request):
     output of tests, so this writes with capturing suspended)."""
     import time
 
-    import rspo.sft as sft
+    import rspo.core.sft as sft
 
     capture = request.config.pluginmanager.getplugin("capturemanager")
     build = sft.build_default

@@ -10,17 +10,17 @@ from pathlib import Path
 import torch
 from tiny_fixtures import with_successes  # tests/ is this script's folder
 
-import rspo.rewards
-from rspo.config import TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.trainer import Trainer
+import rspo.core.rewards
+from rspo.core.config import TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
 
 
 def main(out: str, reward: str) -> None:
     torch.set_num_threads(1)
-    modes = rspo.rewards.REWARD_MODES
+    modes = rspo.core.rewards.REWARD_MODES
     for name in ("outcome", "dense"):
-        modes.register(rspo.rewards.RewardMode(name, with_successes(modes[name].function)), replace=True)
+        modes.register(rspo.core.rewards.RewardMode(name, with_successes(modes[name].function)), replace=True)
     cfg = TrainConfig(
         env="household",
         reward=reward,

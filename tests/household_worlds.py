@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rspo.envs.household.catalogue import HEAT_T
-from rspo.envs.household.engine import Goal, World
-from rspo.envs.household.world import Layout
+from rspo.core.envs.household.catalogue import HEAT_T
+from rspo.core.envs.household.engine import Goal, World
+from rspo.core.envs.household.world import Layout
 
 SPLITS = ("train", "valid_seen", "valid_unseen")
 

@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from rspo import advantages as A
+from rspo.core import advantages as A
 
 S2 = math.sqrt(2.0)
 EPS = 1e-6

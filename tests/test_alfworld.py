@@ -1,7 +1,7 @@
 """The ALFWorld adapter and household exported to ALFWorld, in the real engine, offline.
 
 Skipped without the extra (``pip install -e .[alfworld]``). No download: the games are household tasks
-exported to ALFWorld PDDL problems (:mod:`rspo.envs.alfworld.export`) in a temporary folder.
+exported to ALFWorld PDDL problems (:mod:`rspo.core.envs.alfworld.export`) in a temporary folder.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import pytest
 pytest.importorskip("alfworld", reason="the alfworld extra is not installed (pip install -e .[alfworld])")
 pytest.importorskip("textworld", reason="the alfworld extra is not installed (pip install -e .[alfworld])")
 
-from rspo.envs import INFO_KEYS  # noqa: E402
-from rspo.envs.alfworld import AlfworldEnv  # noqa: E402
-from rspo.envs.alfworld.export import entity_id, export_specs, select  # noqa: E402
-from rspo.envs.alfworld.goal import GoalProgress  # noqa: E402
-from rspo.envs.alfworld.parity import EXPLAINED, compare, run  # noqa: E402
-from rspo.envs.baselines import expert_policy, play_tasks, random_policy  # noqa: E402
-from rspo.envs.household.catalogue import TASK_TYPES  # noqa: E402
+from rspo.core.envs import INFO_KEYS  # noqa: E402
+from rspo.core.envs.alfworld import AlfworldEnv  # noqa: E402
+from rspo.core.envs.alfworld.export import entity_id, export_specs, select  # noqa: E402
+from rspo.core.envs.alfworld.goal import GoalProgress  # noqa: E402
+from rspo.core.envs.alfworld.parity import EXPLAINED, compare, run  # noqa: E402
+from rspo.core.envs.baselines import expert_policy, play_tasks, random_policy  # noqa: E402
+from rspo.core.envs.household.catalogue import TASK_TYPES  # noqa: E402
 
 SPECS = select("valid_seen", per_type=1)  # one task of each of the six types
 
@@ -107,7 +107,7 @@ def test_a_plan_that_cleans_in_a_bathtub_is_the_explained_divergence(tmp_path):
 
 
 def _walk(game, steps=12, seed=0):
-    from rspo.envs.alfworld.engine import load_game
+    from rspo.core.envs.alfworld.engine import load_game
 
     engine, rng, trace = load_game(game, facts=True), random.Random(seed), []
     state = engine.reset()
@@ -122,7 +122,7 @@ def _walk(game, steps=12, seed=0):
 def test_the_grammar_cache_changes_no_observation_command_or_fact(root):
     """engine.install_grammar_cache memoises TextWorld's parses: a random walk sees the same feedback,
     admissible commands, won and facts with it as with TextWorld's own parsing."""
-    from rspo.envs.alfworld import engine
+    from rspo.core.envs.alfworld import engine
 
     game = sorted(root.rglob("game.tw-pddl"))[3]
     cached = _walk(game)
@@ -193,12 +193,12 @@ def test_adapter_follows_the_contract(env):
 
 
 def test_make_builds_the_adapter_which_list_envs_leaves_out(root):
-    import rspo.envs
+    import rspo.core.envs
 
-    env = rspo.envs.make("alfworld", split="valid_seen", data=root)
+    env = rspo.core.envs.make("alfworld", split="valid_seen", data=root)
     assert isinstance(env, AlfworldEnv) and len(env) == 6
-    assert rspo.envs.spec("alfworld").tokenizer_family is None
-    assert "alfworld" not in rspo.envs.list_envs()  # built-ins only: they run from a fresh install
+    assert rspo.core.envs.spec("alfworld").tokenizer_family is None
+    assert "alfworld" not in rspo.core.envs.list_envs()  # built-ins only: they run from a fresh install
 
 
 def test_reset_by_seed_is_deterministic(root, env):
@@ -253,10 +253,10 @@ def test_the_trainer_runs_on_the_real_engine(tmp_path, one_thread, first_copy_su
     a small random-init policy (the env enters the registry for the test only)."""
     import torch
 
-    from rspo.config import TrainConfig
-    from rspo.envs.registry import ENVS, EnvSpec
-    from rspo.policies.tiny import untrained_tiny_policy
-    from rspo.trainer import Trainer
+    from rspo.core.config import TrainConfig
+    from rspo.core.envs.registry import ENVS, EnvSpec
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.core.trainer import Trainer
 
     data = tmp_path / "data"
     export_specs(select("train", limit=2), data)
@@ -279,8 +279,8 @@ def test_the_trainer_runs_on_the_real_engine(tmp_path, one_thread, first_copy_su
 
 
 def test_a_household_policy_is_evaluated_on_the_same_tasks_in_both_engines(one_thread):
-    from rspo.policies.tiny import untrained_tiny_policy
-    from rspo.transfer import household_vs_alfworld
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.study.transfer import household_vs_alfworld
 
     out = household_vs_alfworld(untrained_tiny_policy(0), n_tasks=2, max_steps=3)
     assert out["household"]["n_tasks"] == out["alfworld"]["n_tasks"] == 2
@@ -290,8 +290,8 @@ def test_a_household_policy_is_evaluated_on_the_same_tasks_in_both_engines(one_t
 def test_notebook_01s_section_plays_the_expert_plan_and_a_policy_in_both_engines(monkeypatch, one_thread):
     """Notebook 01's section 5 (same_tasks_in_alfworld): the expert's plan agrees in both engines; a
     given policy is scored in both; without a built warm start it says so and builds nothing."""
-    import rspo.transfer as transfer
-    from rspo.policies.tiny import untrained_tiny_policy
+    import rspo.study.transfer as transfer
+    from rspo.core.policies.tiny import untrained_tiny_policy
 
     lines = []
     out = transfer.same_tasks_in_alfworld(2, policy=untrained_tiny_policy(0), max_steps=3, write=lines.append)
@@ -315,9 +315,9 @@ def test_notebook_01s_section_without_the_extra_is_one_line(monkeypatch):
     import sys
     import time
 
-    import rspo.transfer as transfer
+    import rspo.study.transfer as transfer
 
-    monkeypatch.setitem(sys.modules, "rspo.envs.alfworld.engine", None)  # import fails: not installed
+    monkeypatch.setitem(sys.modules, "rspo.core.envs.alfworld.engine", None)  # import fails: not installed
     lines = []
     t0 = time.perf_counter()
     assert transfer.same_tasks_in_alfworld(3, write=lines.append) is None
@@ -328,7 +328,7 @@ def test_notebook_01s_section_without_the_extra_is_one_line(monkeypatch):
 def test_reproduce_env_alfworld_checks_the_data_before_any_notebook(tmp_path, monkeypatch):
     """`rspo reproduce --profile gpu --env alfworld`: with $ALFWORLD_DATA holding games, the check
     before the notebooks builds the adapter and resets it (tests/test_cli.py: the error without)."""
-    import rspo.reproduce as job
+    import rspo.study.reproduce as job
 
     export_specs(select("valid_seen", limit=1), tmp_path)
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
@@ -339,9 +339,9 @@ def test_reproduce_env_alfworld_checks_the_data_before_any_notebook(tmp_path, mo
 
 
 def test_both_engines_get_households_prompt_and_horizon():
-    from rspo.envs.registry import ENVS
-    from rspo.policies.scripted import EpsilonExpert
-    from rspo.transfer import household_vs_alfworld
+    from rspo.core.envs.registry import ENVS
+    from rspo.core.policies.scripted import EpsilonExpert
+    from rspo.study.transfer import household_vs_alfworld
 
     prompts = []
 

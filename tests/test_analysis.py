@@ -1,5 +1,5 @@
-"""rspo.analysis: run loading, per-run summaries, the seed aggregation behind the results table,
-diagnostics and the run archive. Making and training the runs (rspo.experiments):
+"""rspo.study.analysis: run loading, per-run summaries, the seed aggregation behind the results table,
+diagnostics and the run archive. Making and training the runs (rspo.study.experiments):
 tests/test_experiments.py."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 
 import pytest
 
-from rspo.analysis import aggregate, load_runs, mean_std_ci, results_table, summarise, to_markdown
-from rspo.config import TrainConfig
+from rspo.core.config import TrainConfig
+from rspo.study.analysis import aggregate, load_runs, mean_std_ci, results_table, summarise, to_markdown
 
 
 def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True, cpu=False, initial=0.2):
@@ -84,7 +84,7 @@ def test_cpu_minutes_where_logged_blank_where_not(tmp_path):
 
 
 def test_learning_curves_band_over_seeds(tmp_path):
-    from rspo.plots import learning_curves
+    from rspo.notebook.plots import learning_curves
 
     for seed, final in enumerate([0.3, 0.5]):
         fake_run(tmp_path, seed, final)
@@ -95,8 +95,8 @@ def test_learning_curves_band_over_seeds(tmp_path):
 
 
 def test_archived_runs_restore_elsewhere_as_finished_runs(tmp_path):
-    from rspo.analysis import archive_runs, restore_runs
-    from rspo.experiments import finished_run
+    from rspo.study.analysis import archive_runs, restore_runs
+    from rspo.study.experiments import finished_run
 
     src, archive, dst = tmp_path / "src", tmp_path / "docs" / "runs", tmp_path / "elsewhere"
     fake_run(src, 0, 0.5)
@@ -125,7 +125,7 @@ def fake_name(seed):
 
 
 def test_diagnostics_average_first_and_second_half_of_training_then_seeds(tmp_path):
-    from rspo.analysis import diagnostics_table, load_runs
+    from rspo.study.analysis import diagnostics_table, load_runs
 
     for seed, successes in ((0, [0.1, 0.2, 0.3, 0.4]), (1, [0.3, 0.4, 0.5, 0.6])):
         cfg = TrainConfig(
@@ -149,7 +149,7 @@ def test_diagnostics_average_first_and_second_half_of_training_then_seeds(tmp_pa
 
 
 def test_runs_from_different_starting_evaluations_are_pointed_out(tmp_path):
-    from rspo.analysis import mixed_starts
+    from rspo.study.analysis import mixed_starts
 
     fake_run(tmp_path, 0, 0.3)
     fake_run(tmp_path, 1, 0.4)

@@ -1,4 +1,4 @@
-"""rspo.atomic: atomic writes (a kill leaves the old file) and the run folder's lock (issue 20,
+"""rspo.core.atomic: atomic writes (a kill leaves the old file) and the run folder's lock (issue 20,
 docs/reliability.md). The atomic folder of a cached build: tests/test_sft.py."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from test_trainer import small
 
-import rspo.atomic
-from rspo.atomic import RunLock, RunLockedError, atomic_write_text, remove_partial_files
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.trainer import Trainer
+import rspo.core.atomic
+from rspo.core.atomic import RunLock, RunLockedError, atomic_write_text, remove_partial_files
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,12 +38,12 @@ def test_an_atomic_write_leaves_the_old_file_until_the_rename(tmp_path, monkeypa
         seen.append((Path(dst).read_text(), Path(src).read_text()))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rspo.atomic.os, "replace", killed_at_rename)
+    monkeypatch.setattr(rspo.core.atomic.os, "replace", killed_at_rename)
     with pytest.raises(KeyboardInterrupt):
         atomic_write_text(path, "new contents")
     assert seen == [("old", "new contents")] and path.read_text() == "old"
     assert list(tmp_path.iterdir()) == [path]  # the temporary file is removed
-    monkeypatch.setattr(rspo.atomic.os, "replace", real_replace)
+    monkeypatch.setattr(rspo.core.atomic.os, "replace", real_replace)
     atomic_write_text(path, "new contents")
     assert path.read_text() == "new contents" and list(tmp_path.iterdir()) == [path]
 
@@ -54,7 +54,7 @@ def test_a_killed_atomic_write_keeps_the_old_file(tmp_path):
     proc = _child(
         f"""
         import time
-        from rspo.atomic import atomic_path
+        from rspo.core.atomic import atomic_path
         with atomic_path({str(path)!r}) as tmp:
             tmp.write_bytes(b"half a new chec")
             print("ready", flush=True)
@@ -78,7 +78,7 @@ def test_a_second_process_on_the_same_run_folder_fails_at_once_and_a_dead_holder
     holder = _child(
         f"""
         import time
-        from rspo.atomic import RunLock
+        from rspo.core.atomic import RunLock
         RunLock({str(cfg.run_dir)!r}).acquire()
         print("ready", flush=True)
         time.sleep(120)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
-    import rspo.sft as sft
+    import rspo.core.sft as sft
 
     # detour: the environment whose warm start the reproduce test builds too (the smallest: about 2 min on
     # a fresh machine, where shop's took 4-25), built here, announced (conftest), and not inside the
@@ -54,7 +54,7 @@ def test_bench_learning_smoke_runs_once_and_prints_the_table(tmp_path):
     assert "2 of 8 runs finished" in ablations.stdout  # 6 + notebook 05's default 2 ablations (seed 0)
     assert "detour-grpo-rspo-mixed" in ablations.stdout and "detour-grpo-rspo-schedule" in ablations.stdout
     # --restore: the published logs of these runs fill another runs folder; nothing is trained again
-    from rspo.analysis import archive_runs
+    from rspo.study.analysis import archive_runs
 
     archive_runs(tmp_path / "smoke", tmp_path / "published")
     elsewhere = [c if c != str(tmp_path) else str(tmp_path / "elsewhere") for c in cmd]

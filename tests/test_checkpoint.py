@@ -1,4 +1,4 @@
-"""rspo.checkpoint: weights-only checkpoints - a planted pickle never runs, old formats are refused,
+"""rspo.core.checkpoint: weights-only checkpoints - a planted pickle never runs, old formats are refused,
 saving refuses what a weights-only load could not read (issue 20, docs/reliability.md).
 
 The run-folder checks before a resume (check_run_dir) are tested through `rspo train` in
@@ -13,10 +13,10 @@ import pytest
 import torch
 from test_trainer import small
 
-from rspo.checkpoint import check_plain, read_checkpoint
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.rollout import Episode, Turn
-from rspo.trainer import Trainer
+from rspo.core.checkpoint import check_plain, read_checkpoint
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.rollout import Episode, Turn
+from rspo.core.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -41,7 +41,7 @@ def _turn(action="go") -> Turn:
 
 @pytest.mark.slow
 def test_an_rspo_checkpoint_loads_with_weights_only_and_restores_the_buffer(tmp_path):
-    from rspo.swap import ReplayBuffer
+    from rspo.core.swap import ReplayBuffer
 
     cfg = small(tmp_path, name="r", algo="grpo", reward="rspo", iterations=1)
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
@@ -86,7 +86,9 @@ def test_an_old_format_checkpoint_is_refused_as_old_and_unsafe(tmp_path):
     old = tmp_path / "old.pt"
     episode = Episode("household", "t0", 0, 0, [_turn()])
     torch.save({"format": 1, "extra": {"buffer": [{"iteration": 0, "episodes": [episode]}]}}, old)
-    with pytest.raises(ValueError, match=r"rspo\.records\.Episode.*old \(format 1\) checkpoint.*unsafe"):
+    with pytest.raises(
+        ValueError, match=r"rspo\.core\.records\.Episode.*old \(format 1\) checkpoint.*unsafe"
+    ):
         read_checkpoint(old)
     torch.save({"format": 1, "iteration": 3, "policy": {}}, old)  # format 1 without objects
     with pytest.raises(ValueError, match="format 1 is not 2: an old format, unsafe to load"):

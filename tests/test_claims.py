@@ -1,11 +1,11 @@
-"""The premise and claim checks' arithmetic (rspo.claims, benchmarks/lab_premises.py): interpolation,
+"""The premise and claim checks' arithmetic (rspo.study.claims, benchmarks/lab_premises.py): interpolation,
 first reach, bootstrap, verdicts."""
 
 from __future__ import annotations
 
 import pytest
 
-from rspo import claims as lp
+from rspo.study import claims as lp
 
 
 class FakeRun:
@@ -58,8 +58,8 @@ def test_bootstrap_skips_resamples_where_the_statistic_is_undefined():
 
 
 def _run(env, algo, reward, seed, rows, m=0.0):
-    from rspo.analysis import Run
-    from rspo.config import TrainConfig
+    from rspo.core.config import TrainConfig
+    from rspo.study.analysis import Run
 
     cfg = TrainConfig(
         env=env, algo=algo, reward=reward, seed=seed, iterations=rows[-1]["iteration"], misalignment=m
@@ -142,8 +142,8 @@ def test_ablation_table_reads_each_variant_against_outcome_dense_and_rspos_defau
 def _story_run(reward, rows, algo="grpo"):
     from pathlib import Path
 
-    from rspo.analysis import Run
-    from rspo.config import TrainConfig
+    from rspo.core.config import TrainConfig
+    from rspo.study.analysis import Run
 
     return Run(Path("x"), TrainConfig(env="detour", algo=algo, reward=reward, iterations=len(rows) - 1), rows)
 
@@ -210,8 +210,8 @@ def test_the_budget_matched_form_is_its_own_claims_row():
     has their row, named by the form, and never pools the two forms (notebook 05 found none before)."""
     from pathlib import Path
 
-    from rspo.analysis import Run
-    from rspo.config import TrainConfig
+    from rspo.core.config import TrainConfig
+    from rspo.study.analysis import Run
 
     def run(reward, seed, final, budget="extra", m=0.1):
         cfg = TrainConfig(

@@ -73,7 +73,7 @@ def test_reproduce_env_flag_is_parsed():
 
 def test_reproduce_env_sets_the_env_parameters_a_notebook_declares(tmp_path):
     pytest.importorskip("papermill")
-    from rspo.reproduce import NOTEBOOKS_DIR, default_out, parameters, table_parameters
+    from rspo.study.reproduce import NOTEBOOKS_DIR, default_out, parameters, table_parameters
 
     nb = {p.stem[:2]: p for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")}
     for stem in ("03", "04", "05"):  # the table notebooks: envs
@@ -95,8 +95,8 @@ def test_reproduce_env_sets_the_env_parameters_a_notebook_declares(tmp_path):
 
 def test_reproduce_env_trains_and_warm_starts_that_env_only(tmp_path, monkeypatch):
     pytest.importorskip("papermill")
-    import rspo.reproduce as job
-    import rspo.sft as sft
+    import rspo.core.sft as sft
+    import rspo.study.reproduce as job
 
     job.check_env("quick", "household")  # a built-in: it builds and resets
     done, missing = job.table_status("quick", tmp_path, "household")  # nothing trains
@@ -109,7 +109,7 @@ def test_reproduce_env_trains_and_warm_starts_that_env_only(tmp_path, monkeypatc
 
 
 def _no_notebooks(monkeypatch):
-    import rspo.reproduce as job
+    import rspo.study.reproduce as job
 
     def fail(*args, **kwargs):
         raise AssertionError("a notebook step ran before --env was checked")
@@ -133,7 +133,7 @@ def test_reproduce_rejects_an_unknown_env_in_one_line(tmp_path, monkeypatch, cap
 
 
 def test_reproduce_env_alfworld_without_data_is_the_adapters_one_line_error(tmp_path, monkeypatch, capsys):
-    from rspo.envs.alfworld.env import DATA_HELP
+    from rspo.core.envs.alfworld.env import DATA_HELP
 
     _no_notebooks(monkeypatch)
     monkeypatch.delenv("ALFWORLD_DATA", raising=False)

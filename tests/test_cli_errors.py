@@ -1,5 +1,5 @@
 """rspo.cli's `rspo train`: one-line errors before any model loads, --checkpoint-every 0, --resume semantics
-(through rspo.checkpoint.check_run_dir and rspo.atomic.RunLock). The other commands: tests/test_cli.py.
+(through rspo.core.checkpoint.check_run_dir and rspo.core.atomic.RunLock). The other commands: tests/test_cli.py.
 
 Rows of docs/reliability.md ("Command-line errors and resume"). Every CLI case asserts exit code 2
 (a usage error) or 1, one ``rspo: error:`` line and no traceback, and that no Trainer was built (so no
@@ -13,13 +13,13 @@ import json
 import pytest
 import torch
 
-import rspo.trainer
+import rspo.core.trainer
 from rspo import cli
-from rspo.atomic import RunLock
-from rspo.checkpoint import check_run_dir, read_checkpoint
-from rspo.config import TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.trainer import Trainer
+from rspo.core.atomic import RunLock
+from rspo.core.checkpoint import check_run_dir, read_checkpoint
+from rspo.core.config import TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -31,7 +31,7 @@ def no_trainer(monkeypatch):
     def refuse(self, *a, **kw):
         pytest.fail("a Trainer was built (a model would load) before the error")
 
-    monkeypatch.setattr(rspo.trainer.Trainer, "__init__", refuse)
+    monkeypatch.setattr(rspo.core.trainer.Trainer, "__init__", refuse)
 
 
 def _error(capsys, argv: list[str], rc: int = 2) -> str:
@@ -77,7 +77,7 @@ def test_a_good_config_file_and_flags_make_the_config(tmp_path, monkeypatch):
         def run(self):
             return []
 
-    monkeypatch.setattr(rspo.trainer, "Trainer", Stub)
+    monkeypatch.setattr(rspo.core.trainer, "Trainer", Stub)
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps({"env": "shop", "lr": 0.001, "seed": 3}))
     assert cli.main(["train", "--config", str(path), "--seed", "4", "--out-dir", str(tmp_path)]) == 0
@@ -189,7 +189,7 @@ def test_resume_of_a_missing_run_is_an_error_unless_asked_to_start_it(tmp_path, 
         f"cannot resume {tmp_path / 'nothere'}: no such run folder; drop --resume to start this run" in line
     )
     assert not (tmp_path / "nothere").exists()
-    # the library's resume=True (rspo.experiments.ensure_run, benchmarks/kill_test.py) still starts it
+    # the library's resume=True (rspo.study.experiments.ensure_run, benchmarks/kill_test.py) still starts it
     check_run_dir(small(tmp_path, name="nothere", resume=True))
     with pytest.raises(ValueError, match="no such run folder"):
         check_run_dir(small(tmp_path, name="nothere", resume=True), must_exist=True)
@@ -197,7 +197,7 @@ def test_resume_of_a_missing_run_is_an_error_unless_asked_to_start_it(tmp_path, 
 
 def test_a_run_already_there_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
     train(small(tmp_path))
-    monkeypatch.setattr(rspo.trainer.Trainer, "__init__", lambda *a, **k: pytest.fail("model loaded"))
+    monkeypatch.setattr(rspo.core.trainer.Trainer, "__init__", lambda *a, **k: pytest.fail("model loaded"))
     line = _error(capsys, ["--name", "r", "--out-dir", str(tmp_path)])
     assert "already holds a run; pass resume=True (--resume) to continue it" in line
     line = _error(capsys, ["--resume", "--name", "r", "--out-dir", str(tmp_path), "--lr", "0.01"])
@@ -244,7 +244,7 @@ def test_resume_without_config_json_and_a_checkpoint_that_records_none_is_refuse
 
 def test_a_locked_run_folder_is_one_line_with_exit_1(tmp_path, capsys, monkeypatch):
     train(small(tmp_path))
-    monkeypatch.setattr(rspo.trainer, "load_policy", lambda cfg, device=None: untrained_tiny_policy(0))
+    monkeypatch.setattr(rspo.core.trainer, "load_policy", lambda cfg, device=None: untrained_tiny_policy(0))
     saved = tmp_path / "r.json"  # the run's own config, so that only the lock stands in the way
     saved.write_text((tmp_path / "r" / "config.json").read_text())
     with RunLock(tmp_path / "r"):

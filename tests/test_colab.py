@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rspo import cli
-from rspo.colab import badge, parse_repo, repo_from_git, write_badges
+from rspo.notebook.colab import badge, parse_repo, repo_from_git, write_badges
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "notebooks" / "README.md"

@@ -1,4 +1,4 @@
-"""rspo.config.TrainConfig: clear errors, the JSON round trip, documented fields, non-finite numbers,
+"""rspo.core.config.TrainConfig: clear errors, the JSON round trip, documented fields, non-finite numbers,
 run names, groups of one (issue 20)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from rspo.config import TrainConfig
+from rspo.core.config import TrainConfig
 
 FLOAT_FIELDS = [
     "lr",
@@ -64,7 +64,7 @@ def test_a_group_of_one_is_refused_for_group_relative_estimators(algo):
 
 
 def test_history_defaults_to_the_environments_as_its_warm_start():
-    from rspo import sft
+    from rspo.core import sft
 
     for env in ("household", "shop", "detour"):
         cfg = TrainConfig(env=env)
@@ -81,9 +81,9 @@ def test_history_defaults_to_the_environments_as_its_warm_start():
 
 
 def test_the_real_engines_adapters_are_valid_environments_of_a_config():
-    """alfworld and textworld (rspo.envs.registry.ADAPTERS) are choices of TrainConfig.env, beside the
+    """alfworld and textworld (rspo.core.envs.registry.ADAPTERS) are choices of TrainConfig.env, beside the
     built-ins; an unknown name is still refused with the whole list."""
-    from rspo.config import TrainConfig, field_choices
+    from rspo.core.config import TrainConfig, field_choices
 
     assert {"alfworld", "textworld"} <= set(field_choices()["env"])
     assert TrainConfig(env="alfworld", model="some/model").env == "alfworld"
@@ -123,7 +123,7 @@ def test_config_json_round_trip_and_unknown_fields(tmp_path):
 def test_every_config_field_is_documented():
     import dataclasses
 
-    from rspo.config import field_docs
+    from rspo.core.config import field_docs
 
     docs = field_docs()
     missing = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in docs]

@@ -1,7 +1,7 @@
 """The environment contract (docs/design.md §3), checked on every registered environment.
 
-Cross-module by design: rspo.envs (make, list_envs, the registry), rspo.envs.base, rspo.envs.baselines
-and rspo.envs.text, over household, shop and detour; each environment's own rules are in
+Cross-module by design: rspo.core.envs (make, list_envs, the registry), rspo.core.envs.base, rspo.core.envs.baselines
+and rspo.core.envs.text, over household, shop and detour; each environment's own rules are in
 tests/test_household.py, tests/test_shop.py, tests/test_detour.py."""
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rspo.envs
-from rspo.envs import INFO_KEYS
-from rspo.envs.baselines import expert_policy, play_tasks, random_policy, run_episode
+import rspo.core.envs
+from rspo.core.envs import INFO_KEYS
+from rspo.core.envs.baselines import expert_policy, play_tasks, random_policy, run_episode
 
-ENV_NAMES = rspo.envs.list_envs()
+ENV_NAMES = rspo.core.envs.list_envs()
 
 
 @pytest.fixture(scope="module", params=ENV_NAMES)
 def env(request):
-    return rspo.envs.make(request.param, split=rspo.envs.env_class(request.param).splits[0])
+    return rspo.core.envs.make(request.param, split=rspo.core.envs.env_class(request.param).splits[0])
 
 
 def check_info(info):
@@ -42,34 +42,34 @@ def test_registry_lists_the_environments():
 
 def test_unknown_environment_names_the_choices():
     with pytest.raises(ValueError, match="detour, household, shop"):
-        rspo.envs.make("kitchen")
+        rspo.core.envs.make("kitchen")
 
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_bad_split_task_id_and_options_raise_clear_errors(name):
-    cls = rspo.envs.env_class(name)
+    cls = rspo.core.envs.env_class(name)
     with pytest.raises(ValueError, match=cls.splits[0]):
-        rspo.envs.make(name, split="nope")
-    env = rspo.envs.make(name, split=cls.splits[0])
+        rspo.core.envs.make(name, split="nope")
+    env = rspo.core.envs.make(name, split=cls.splits[0])
     with pytest.raises(ValueError, match="task id"):
         env.reset(task_id="nope/00000")
     for bad in (-1, 0, 2.5, "10"):
         with pytest.raises(ValueError, match="max_steps"):
-            rspo.envs.make(name, max_steps=bad)
+            rspo.core.envs.make(name, max_steps=bad)
     for bad in (-0.1, 1.5, "high"):
         with pytest.raises(ValueError, match="misalignment"):
-            rspo.envs.make(name, misalignment=bad)
+            rspo.core.envs.make(name, misalignment=bad)
     with pytest.raises(TypeError):
-        rspo.envs.make(name, colour="red")
+        rspo.core.envs.make(name, colour="red")
 
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_splits_have_stable_distinct_ids(name):
-    cls = rspo.envs.env_class(name)
+    cls = rspo.core.envs.env_class(name)
     assert set(cls.eval_splits) <= set(cls.splits) and cls.eval_splits
     assert cls.process_reward_doc.strip(), "process_reward_doc must explain the dense reward"
     for split in cls.splits:
-        ids = rspo.envs.make(name, split=split).task_ids
+        ids = rspo.core.envs.make(name, split=split).task_ids
         assert len(set(ids)) == len(ids)
         assert ids[0] == f"{split}/00000"
 
@@ -88,7 +88,7 @@ def test_reset_and_step_follow_the_contract(env):
 
 
 def test_reset_by_seed_is_deterministic_across_instances(env):
-    other = rspo.envs.make(env.name, split=env.split)
+    other = rspo.core.envs.make(env.name, split=env.split)
     for seed in (0, 7, 12345):
         a, ia = env.reset(seed=seed)
         b, ib = other.reset(seed=seed)
@@ -190,7 +190,7 @@ def test_near_miss_commands_are_rejected_or_understood(env):
 
 def _foreign(env, ch: str) -> bool:
     """``ch`` makes any action of ``env`` invalid: household and shop read actions with
-    :func:`rspo.envs.text.normalize_action` (printable ASCII, tab, newline, carriage return only);
+    :func:`rspo.core.envs.text.normalize_action` (printable ASCII, tab, newline, carriage return only);
     detour with its own ASCII-only line (it reads the ASCII separators \\x1c-\\x1f as spaces)."""
     if env.name == "detour":
         return not ch.isascii()
@@ -229,7 +229,7 @@ def test_fuzz_an_admissible_action_with_a_foreign_character_is_invalid(env, data
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_non_string_actions_are_treated_as_text(name):
-    env = rspo.envs.make(name)
+    env = rspo.core.envs.make(name)
     env.reset(seed=0)
     for action in (None, 3, b"look", ["go to"]):
         obs, reward, terminated, truncated, info = env.step(action)
@@ -238,8 +238,8 @@ def test_non_string_actions_are_treated_as_text(name):
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_expert_beats_random_on_the_eval_split(name):
-    cls = rspo.envs.env_class(name)
-    env = rspo.envs.make(name, split=cls.eval_splits[0])
+    cls = rspo.core.envs.env_class(name)
+    env = rspo.core.envs.make(name, split=cls.eval_splits[0])
     tasks = env.task_ids[:40]
     expert = play_tasks(env, expert_policy, tasks)
     rand = play_tasks(env, random_policy(0), tasks)

@@ -6,9 +6,17 @@ import random
 
 import pytest
 
-import rspo.envs
-from rspo.envs.baselines import expert_policy, play_tasks, run_episode
-from rspo.envs.detour import LURE, MECHANISMS, MILESTONES, DetourEnv, layout, random_success, split_sequences
+import rspo.core.envs
+from rspo.core.envs.baselines import expert_policy, play_tasks, run_episode
+from rspo.core.envs.detour import (
+    LURE,
+    MECHANISMS,
+    MILESTONES,
+    DetourEnv,
+    layout,
+    random_success,
+    split_sequences,
+)
 
 
 def test_test_layouts_never_occur_in_train():
@@ -106,7 +114,7 @@ def test_anchor_is_the_state_and_ignores_how_it_was_reached():
 
 
 def test_observations_and_prompts_are_short():
-    from rspo.rollout import AgentView
+    from rspo.core.rollout import AgentView
 
     env = DetourEnv("train", misalignment=1.0)
     rng = random.Random(0)
@@ -148,6 +156,6 @@ def test_layouts_are_stable():
     assert a == layout("train", 7, 6, 1)
     assert len(a) == 6 and a[-1][0] is None and a[-1][2] == ()
     expert = play_tasks(
-        rspo.envs.make("detour", split="test"), expert_policy, DetourEnv("test").task_ids[:20]
+        rspo.core.envs.make("detour", split="test"), expert_policy, DetourEnv("test").task_ids[:20]
     )
     assert expert["success"] == 1.0

@@ -36,7 +36,7 @@ def test_two_processes_split_the_tasks_and_keep_the_weights_equal(tmp_path, rewa
 
 
 def test_merge_metrics_sums_counts_and_weighs_swap_ratios_by_trained_turns():
-    from rspo.distributed import merge_metrics
+    from rspo.core.distributed import merge_metrics
 
     rows = [
         {

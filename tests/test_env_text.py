@@ -1,4 +1,4 @@
-"""Environment text: one ASCII-only normalisation of actions (rspo.envs.text), the same errors for the
+"""Environment text: one ASCII-only normalisation of actions (rspo.core.envs.text), the same errors for the
 same misuse in every environment, seeds that never alias, and ``rspo play`` surviving any input.
 
 Rows of docs/reliability.md ("Environment text"); the hypothesis fuzz of near-valid actions is in
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-import rspo.envs
+import rspo.core.envs
 from rspo import cli
-from rspo.envs.text import normalize_action
+from rspo.core.envs.text import normalize_action
 
-ENV_NAMES = rspo.envs.list_envs()
-NORMALISED = ["household", "shop"]  # the environments that read actions with rspo.envs.text
+ENV_NAMES = rspo.core.envs.list_envs()
+NORMALISED = ["household", "shop"]  # the environments that read actions with rspo.core.envs.text
 
 #: characters the issue found turned into a valid command: separators, spaces, look-alikes
 FOREIGN = (
@@ -68,7 +68,7 @@ def _variants(action: str) -> list[str]:
 
 @pytest.mark.parametrize("name", NORMALISED)
 def test_no_admissible_action_with_a_foreign_character_is_valid(name):
-    env = rspo.envs.make(name, max_steps=100_000)  # invalid steps change nothing but the step count
+    env = rspo.core.envs.make(name, max_steps=100_000)  # invalid steps change nothing but the step count
     tried = 0
     for depth in range(3):
         state = _at(env, depth)
@@ -88,7 +88,7 @@ def test_no_admissible_action_with_a_foreign_character_is_valid(name):
 
 @pytest.mark.parametrize("name", NORMALISED)
 def test_the_issues_examples_are_invalid(name):
-    env = rspo.envs.make(name, split=rspo.envs.env_class(name).splits[0])
+    env = rspo.core.envs.make(name, split=rspo.core.envs.env_class(name).splits[0])
     obs, info = env.reset(seed=0)
     if name == "household":
         go = next(a for a in info["admissible_actions"] if a.startswith("go to "))
@@ -114,7 +114,7 @@ def test_valid_text_and_observations_are_unchanged_by_the_normalisation():
     """The admissible actions of household and shop are already normalised ASCII, so the rule changes
     no valid action and no observation (and so no warm start's corpus or key)."""
     for name in NORMALISED:
-        env = rspo.envs.make(name)
+        env = rspo.core.envs.make(name)
         for seed in range(10):
             obs, info = env.reset(seed=seed)
             for _ in range(6):
@@ -127,7 +127,7 @@ def test_valid_text_and_observations_are_unchanged_by_the_normalisation():
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_a_negative_seed_is_refused_the_same_way_everywhere(name):
-    env = rspo.envs.make(name)
+    env = rspo.core.envs.make(name)
     for bad in (-1, -12345, True, 1.0, "1"):
         with pytest.raises(ValueError, match="seed must be a non-negative int or None"):
             env.reset(seed=bad)
@@ -138,7 +138,7 @@ def test_a_negative_seed_is_refused_the_same_way_everywhere(name):
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_expert_and_step_before_reset_raise_the_same_error_everywhere(name):
-    env = rspo.envs.make(name)
+    env = rspo.core.envs.make(name)
     with pytest.raises(RuntimeError, match=r"^call reset\(\) before expert_action\(\)$"):
         env.expert_action()
     with pytest.raises(RuntimeError, match=r"^call reset\(\) before step\(\)$"):
@@ -171,7 +171,7 @@ def test_play_never_exits_on_a_typo_or_odd_input(name):
 
 def test_generated_look_alikes_are_not_matched_to_an_admissible_action():
     """The generate-mode parser: ASCII case is ignored, a look-alike or a Unicode separator is not."""
-    from rspo.policies import parse_action
+    from rspo.core.policies import parse_action
 
     assert parse_action("LOOK", ["look"]) == ("look", True)
     assert parse_action("<action>Go To  Fridge 1.</action>", ["go to fridge 1"]) == ("go to fridge 1", True)
@@ -181,9 +181,9 @@ def test_generated_look_alikes_are_not_matched_to_an_admissible_action():
 
 
 def test_detour_applies_the_same_rule():
-    import rspo.envs
+    import rspo.core.envs
 
-    env = rspo.envs.make("detour", split="train")
+    env = rspo.core.envs.make("detour", split="train")
     env.reset(seed=0)
     good = env.expert_action()
     for bad in (good.replace(" ", "\x1c"), good.replace(" ", "\u00a0"), good.replace("e", "\u0435", 1)):

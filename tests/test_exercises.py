@@ -1,4 +1,4 @@
-"""The notebooks' exercises (rspo.exercises, notebooks/solutions/): every check passes with the solution
+"""The notebooks' exercises (rspo.notebook.exercises, notebooks/solutions/): every check passes with the solution
 filled in, reports an untouched stub as not done, and fails a wrong answer - so a check that cannot
 pass, or that passes unsolved, is caught. Notebooks 01 and 02 (seconds) are executed headless both
 ways; of notebooks 03-05 (which train at the smoke scale first) the exercise cells - tagged
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import rspo.exercises as ex
-from rspo.rewards import RewardSpec, compute_rewards
+import rspo.notebook.exercises as ex
+from rspo.core.rewards import RewardSpec, compute_rewards
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {p.stem: p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
@@ -265,7 +265,7 @@ def test_notebook_runs_headless_unsolved_and_solved(stem, mode, tmp_path):
     """The whole notebook, as `rspo reproduce` runs it, plus ``exercises``: unsolved it stays green and
     reports every exercise as not done (with the solutions, every check passes: the smoke profile)."""
     papermill = pytest.importorskip("papermill")
-    from rspo.reproduce import parameters
+    from rspo.study.reproduce import parameters
 
     path = NOTEBOOKS[stem]
     params = {**parameters("smoke", path, tmp_path), "exercises": mode}
@@ -277,9 +277,9 @@ def test_notebook_runs_headless_unsolved_and_solved(stem, mode, tmp_path):
 # what the exercise cells of the training notebooks take from the cells before them
 PRELUDE = {
     "03_sparse_vs_dense_baselines": "",
-    "04_rspo": "import random\nfrom rspo.exercises import random_episodes\n"
+    "04_rspo": "import random\nfrom rspo.notebook.exercises import random_episodes\n"
     "explored = random_episodes(8, random.Random(0))  # stands for the explorer's episodes",
-    "05_analysis": "from rspo.analysis import load_runs\nfrom rspo.claims import lab_runs\nfrom rspo.reproduce import ROOT",
+    "05_analysis": "from rspo.study.analysis import load_runs\nfrom rspo.study.claims import lab_runs\nfrom rspo.study.reproduce import ROOT",
 }
 
 

@@ -1,4 +1,4 @@
-"""rspo.experiments: run configs from profiles (grids, ablations), training a run once and finding it
+"""rspo.study.experiments: run configs from profiles (grids, ablations), training a run once and finding it
 finished, training several at a time, the cached initial evaluation. The runs' loading and tables:
 tests/test_analysis.py; the profiles per environment: tests/test_registry.py."""
 
@@ -9,14 +9,14 @@ import json
 import pytest
 from test_analysis import fake_run
 
-from rspo.config import TrainConfig
+from rspo.core.config import TrainConfig
 
 
 def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, one_thread):
     from test_trainer import small
 
-    from rspo.experiments import ensure_run
-    from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.study.experiments import ensure_run
 
     cfg = small(tmp_path, env="shop", iterations=1, max_steps=3, eval_every=1, eval_tasks=2, temperature=1.0)
     run = ensure_run(cfg, policy=untrained_tiny_policy(0))
@@ -30,7 +30,7 @@ def test_ensure_run_trains_then_reuses_and_refuses_a_different_config(tmp_path, 
 def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_path):
     from tiny_fixtures import file_snapshot
 
-    from rspo.experiments import ensure_run, finished_run, gather_runs
+    from rspo.study.experiments import ensure_run, finished_run, gather_runs
 
     def cfg(seed, **kw):  # the config fake_run saves, changed by kw
         kw = {"env": "shop", "algo": "grpo", "reward": "outcome", "iterations": 2, **kw}
@@ -62,7 +62,7 @@ def test_finished_run_without_training_none_for_missing_and_partial_runs(tmp_pat
 
 
 def test_grid_configs_are_seed_major_with_overrides(tmp_path):
-    from rspo.experiments import grid_configs
+    from rspo.study.experiments import grid_configs
 
     configs = grid_configs(
         "smoke", tmp_path, ["household", "shop"], ["grpo"], ["outcome", "rspo"], [0, 1], lr=0.5
@@ -80,8 +80,8 @@ def test_grid_configs_are_seed_major_with_overrides(tmp_path):
 def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
     from dataclasses import replace
 
-    from rspo.analysis import method_name
-    from rspo.experiments import ablation_configs, run_config
+    from rspo.study.analysis import method_name
+    from rspo.study.experiments import ablation_configs, run_config
 
     configs = ablation_configs(
         "smoke", tmp_path, ["shop"], [{"swap_variant": "mixed"}, {"swap_lambda": 0.5}], [0]
@@ -102,7 +102,7 @@ def test_ablation_configs_are_grpo_rspo_named_by_the_change(tmp_path):
 
 @pytest.mark.slow  # needs a warm start (detour's, as the reproduce test): minutes on a fresh machine
 def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
-    from rspo.experiments import ensure_run, finished_run, run_config
+    from rspo.study.experiments import ensure_run, finished_run, run_config
 
     cfg = run_config("smoke", "detour", "grpo", "outcome", 0, tmp_path)
     assert finished_run(cfg) is None
@@ -113,7 +113,7 @@ def test_finished_run_of_a_trained_smoke_run(tmp_path, one_thread):
 
 @pytest.mark.slow
 def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_thread):
-    from rspo.experiments import ensure_run, grid_configs, train_runs
+    from rspo.study.experiments import ensure_run, grid_configs, train_runs
 
     def grid(where):
         return grid_configs("smoke", where, ["detour"], ["grpo"], ["outcome", "dense"], [0])
@@ -135,8 +135,8 @@ def test_runs_trained_two_at_a_time_equal_runs_trained_one_by_one(tmp_path, one_
 def test_weights_fingerprint_tells_policies_apart():
     import torch
 
-    from rspo.experiments import weights_fingerprint
-    from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.study.experiments import weights_fingerprint
 
     a, b = untrained_tiny_policy(0), untrained_tiny_policy(0)
     assert weights_fingerprint(a) == weights_fingerprint(b)
@@ -150,7 +150,7 @@ def test_weights_fingerprint_tells_policies_apart():
 def test_initial_eval_is_cached_per_starting_weights(tmp_path, one_thread):
     """A cached initial evaluation is reused only for the weights it evaluated: one restored from
     another machine's (differently built) warm start is evaluated again, not taken over."""
-    from rspo.experiments import initial_eval, run_config
+    from rspo.study.experiments import initial_eval, run_config
 
     cfg = run_config("smoke", "detour", "grpo", "outcome", 0, tmp_path)
     first = initial_eval(cfg)
@@ -173,8 +173,8 @@ def test_a_run_continued_past_the_asked_length_is_read_cut_there_and_never_rewri
     from test_trainer import small
     from tiny_fixtures import file_snapshot
 
-    from rspo.experiments import ensure_run, finished_run
-    from rspo.policies.tiny import untrained_tiny_policy
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.study.experiments import ensure_run, finished_run
 
     settings = dict(env="shop", max_steps=3, eval_every=2, eval_tasks=2, temperature=1.0)
     short = small(tmp_path, iterations=2, **settings)
@@ -190,7 +190,7 @@ def test_a_run_continued_past_the_asked_length_is_read_cut_there_and_never_rewri
 
 
 def test_training_order_takes_each_seeds_rspo_runs_first_and_keeps_the_rest_in_order(tmp_path):
-    from rspo.experiments import grid_configs, training_order
+    from rspo.study.experiments import grid_configs, training_order
 
     grid = grid_configs("smoke", tmp_path, ["detour"], ["grpo"], ["outcome", "dense", "rspo"], [1, 0])
     assert [(c.seed, c.reward) for c in training_order(grid)] == [
@@ -209,8 +209,8 @@ def test_one_worker_says_what_runs_while_a_run_trains(tmp_path, monkeypatch):
     minutes: a terminal silent that long looks hung), then the run's finished line."""
     import time
 
-    from rspo import experiments
-    from rspo.analysis import Run
+    from rspo.study import experiments
+    from rspo.study.analysis import Run
 
     cfg = experiments.run_config("smoke", "detour", "grpo", "outcome", 0, tmp_path)
     rows = [{"iteration": 0, "eval/success": 0.0}, {"iteration": 2, "eval/success": 0.5}]
@@ -227,8 +227,8 @@ def test_one_worker_says_what_runs_while_a_run_trains(tmp_path, monkeypatch):
 def test_the_initial_evaluation_of_any_run_is_an_outcome_grpo_probe():
     """Every run's config gives a valid probe, RSPO's budget-matched form too (its swap_budget alone
     would be an error on an outcome run), with the evaluation settings unchanged."""
-    from rspo import study2
-    from rspo.experiments import EVAL_KEYS, probe_config
+    from rspo.study import study2
+    from rspo.study.experiments import EVAL_KEYS, probe_config
 
     for cfg in study2.rspo_configs("runs/x", study2.find_setting("L7-m0.15-ms1")):
         probe = probe_config(cfg)
@@ -242,8 +242,8 @@ def test_the_quick_profile_lab_is_study_2s_chosen_setting():
     knobs, RSPO in its budget-matched form at the baselines' 60 iterations)."""
     import dataclasses
 
-    from rspo import study2
-    from rspo.experiments import run_config
+    from rspo.study import study2
+    from rspo.study.experiments import run_config
 
     setting = study2.find_setting(study2.CHOSEN)
     for reward, overrides in (("outcome", {}), ("dense", {}), ("rspo", {"swap_budget": "matched"})):

@@ -1,16 +1,16 @@
 """RSPO's explorer as its own piece, and the variant registry: a new variant is one function and one
-entry (rspo.explorer, rspo.registry.SWAP_VARIANTS)."""
+entry (rspo.core.explorer, rspo.core.registry.SWAP_VARIANTS)."""
 
 from __future__ import annotations
 
 import pytest
 from test_trainer import small
 
-from rspo.config import TrainConfig
-from rspo.explorer import Explorer
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.registry import SWAP_VARIANTS, SwapVariant
-from rspo.trainer import Trainer
+from rspo.core.config import TrainConfig
+from rspo.core.explorer import Explorer
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.registry import SWAP_VARIANTS, SwapVariant
+from rspo.core.trainer import Trainer
 
 
 def test_the_registered_variants_say_who_needs_an_explorer_and_who_switches_rewards():

@@ -5,7 +5,7 @@ Each test here was checked against a bug injected by hand into a copy of the sou
 the explorer trained on the outcome reward, the rollout storing the process reward as the outcome, an
 entropy bonus of the wrong sign, gradient clipping switched off, a wrong approx-KL.
 
-Cross-module by design: rspo.rollout -> rspo.rewards -> rspo.swap -> rspo.update -> rspo.trainer, with a
+Cross-module by design: rspo.core.rollout -> rspo.core.rewards -> rspo.core.swap -> rspo.core.update -> rspo.core.trainer, with a
 model; each module's own tests are in tests/test_<module>.py.
 """
 
@@ -18,14 +18,14 @@ import pytest
 import torch
 from test_trainer import small
 
-import rspo.explorer
-import rspo.trainer
-from rspo.config import TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import collect, make_envs
-from rspo.trainer import Trainer
-from rspo.update import build_batch, ppo_update
+import rspo.core.explorer
+import rspo.core.trainer
+from rspo.core.config import TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.rewards import RewardSpec, compute_rewards
+from rspo.core.rollout import collect, make_envs
+from rspo.core.trainer import Trainer
+from rspo.core.update import build_batch, ppo_update
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -99,15 +99,15 @@ def test_rspo_explorer_trains_on_the_dense_reward_and_the_learner_on_the_outcome
         return eps
 
     updates = []
-    real_update = rspo.trainer.ppo_update
+    real_update = rspo.core.trainer.ppo_update
 
     def recording(policy, optimizer, params, batch, *args, name="policy", **kwargs):
         updates.append((name, policy, [t for t in batch.turns], batch.step_rewards.clone()))
         return real_update(policy, optimizer, params, batch, *args, name=name, **kwargs)
 
     monkeypatch.setattr(Trainer, "rollout", with_process)
-    monkeypatch.setattr(rspo.trainer, "ppo_update", recording)  # the learner's update
-    monkeypatch.setattr(rspo.explorer, "ppo_update", recording)  # the explorer's
+    monkeypatch.setattr(rspo.core.trainer, "ppo_update", recording)  # the learner's update
+    monkeypatch.setattr(rspo.core.explorer, "ppo_update", recording)  # the explorer's
     cfg = small(tmp_path, algo="grpo", reward="rspo", iterations=2, checkpoint_every=0)
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
     rows = trainer.run()

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from household_worlds import SPLITS, run, small_world
 
-import rspo.envs
-from rspo.envs.household import HouseholdEnv
-from rspo.envs.household.catalogue import LOOK, SPLIT_COUNTS, TWO
-from rspo.envs.household.engine import NOTHING
-from rspo.envs.household.tasks import build_tasks, build_world, dumps, load_tasks
-from rspo.envs.household.world import _make_layout, get_layout, layout_is_seen
+import rspo.core.envs
+from rspo.core.envs.household import HouseholdEnv
+from rspo.core.envs.household.catalogue import LOOK, SPLIT_COUNTS, TWO
+from rspo.core.envs.household.engine import NOTHING
+from rspo.core.envs.household.tasks import build_tasks, build_world, dumps, load_tasks
+from rspo.core.envs.household.world import _make_layout, get_layout, layout_is_seen
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -285,4 +285,4 @@ def test_unknown_task_id_and_split_raise_naming_choices():
         env.reset(task_id="valid_seen/99999")
     with pytest.raises(ValueError, match="valid_unseen"):
         HouseholdEnv(split="test")
-    assert isinstance(rspo.envs.make("household", split="valid_unseen"), HouseholdEnv)
+    assert isinstance(rspo.core.envs.make("household", split="valid_unseen"), HouseholdEnv)

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from household_worlds import SPLITS, small_world
 
-import rspo.envs
-from rspo.envs.household import PROCESS_REWARD_DOC, HouseholdEnv
-from rspo.envs.household.catalogue import SIMPLE
-from rspo.envs.household.engine import World
-from rspo.envs.household.expert import expert_action
-from rspo.envs.household.process import MILESTONES
-from rspo.envs.household.tasks import build_world
+import rspo.core.envs
+from rspo.core.envs.household import PROCESS_REWARD_DOC, HouseholdEnv
+from rspo.core.envs.household.catalogue import SIMPLE
+from rspo.core.envs.household.engine import World
+from rspo.core.envs.household.expert import expert_action
+from rspo.core.envs.household.process import MILESTONES
+from rspo.core.envs.household.tasks import build_world
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -232,4 +232,4 @@ def test_process_reward_doc_is_published():
     assert HouseholdEnv.process_reward_doc == PROCESS_REWARD_DOC
     for word in ("milestone", "misalignment", "0.5", "farm"):
         assert word in PROCESS_REWARD_DOC
-    assert "PROCESS_REWARD_DOC" in (rspo.envs.household.__doc__ or "")
+    assert "PROCESS_REWARD_DOC" in (rspo.core.envs.household.__doc__ or "")

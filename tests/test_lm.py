@@ -1,6 +1,6 @@
-"""rspo.policies.lm: LMPolicy in score and generate mode (rspo.policies.generation), LoRA, the value
-head, save and load, on a tiny local model. Shared-prompt scoring (rspo.policies.scoring):
-tests/test_scoring.py; the action parser (rspo.policies.parser): tests/test_parser.py."""
+"""rspo.core.policies.lm: LMPolicy in score and generate mode (rspo.core.policies.generation), LoRA, the value
+head, save and load, on a tiny local model. Shared-prompt scoring (rspo.core.policies.scoring):
+tests/test_scoring.py; the action parser (rspo.core.policies.parser): tests/test_parser.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from tiny_fixtures import cases, household_texts, make_model, make_tokenizer
 
-from rspo.policies import LMPolicy, Policy, TurnInput, default_lora_config
+from rspo.core.policies import LMPolicy, Policy, TurnInput, default_lora_config
 
 
 @pytest.fixture(scope="module", autouse=True)

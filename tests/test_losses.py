@@ -1,4 +1,4 @@
-"""rspo.losses: the PPO-clip loss, the KL estimate and the turn weights by hand, and cases that kill
+"""rspo.core.losses: the PPO-clip loss, the KL estimate and the turn weights by hand, and cases that kill
 the mutants mutmut left alive (benchmarks/mutation.py, docs/mutation.md).
 
 The mutant cases add the inputs that tell a mutant apart: the default arguments, a token mode whose weights differ from
@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from rspo.losses import kl_k3, masked_turn_mean, ppo_clip_loss, turn_weights
+from rspo.core.losses import kl_k3, masked_turn_mean, ppo_clip_loss, turn_weights
 
 
 def test_turn_weights_default_is_trajectory_and_token_mode_weighs_tokens():

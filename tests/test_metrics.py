@@ -1,4 +1,4 @@
-"""rspo.metrics: the metrics log - truncation never empties the file, damaged lines are skipped and
+"""rspo.core.metrics: the metrics log - truncation never empties the file, damaged lines are skipped and
 named (issue 20, docs/reliability.md)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import rspo.atomic
-from rspo.metrics import MetricsLog
+import rspo.core.atomic
+from rspo.core.metrics import MetricsLog
 
 
 def test_truncating_the_metrics_never_empties_the_file(tmp_path, monkeypatch):
@@ -23,7 +23,7 @@ def test_truncating_the_metrics_never_empties_the_file(tmp_path, monkeypatch):
         seen.append(Path(dst).read_text())
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rspo.atomic.os, "replace", killed_at_rename)
+    monkeypatch.setattr(rspo.core.atomic.os, "replace", killed_at_rename)
     with pytest.raises(KeyboardInterrupt):
         log.truncate(1)
     assert seen == [before] and log.path.read_text() == before

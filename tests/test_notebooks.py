@@ -46,7 +46,7 @@ def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
     2 iterations; ``make reproduce`` runs the quick profile itself), each run headless with papermill,
     the table's runs trained first in the terminal, two at a time."""
     pytest.importorskip("papermill")
-    from rspo.reproduce import PROFILES, reproduce
+    from rspo.study.reproduce import PROFILES, reproduce
 
     def same(p):  # the smoke profile is the quick one at 2 iterations, with the exercises solved
         return {k: v for k, v in PROFILES[p]["*"].items() if k not in ("profile", "exercises")}
@@ -78,7 +78,7 @@ def test_reproduce_runs_the_notebooks_and_writes_the_report(tmp_path):
 
 def test_a_failing_notebook_names_itself_and_its_cell(tmp_path, monkeypatch):
     pytest.importorskip("papermill")
-    import rspo.reproduce as job
+    import rspo.study.reproduce as job
 
     # an environment that does not exist: the first cell that makes one fails
     monkeypatch.setitem(job.PROFILES, "quick", {"*": {}, "02_credit_assignment": {"env_name": "nowhere"}})
@@ -91,8 +91,8 @@ def test_a_failing_notebook_names_itself_and_its_cell(tmp_path, monkeypatch):
 def test_warm_starts_are_built_in_the_terminal_before_the_notebooks(tmp_path, monkeypatch):
     """A fresh cache: the profile's warm start is built by `rspo reproduce` itself, announced, before
     notebook 00 (which would otherwise build it silently for minutes); a cached one is not rebuilt."""
-    import rspo.reproduce as job
-    import rspo.sft as sft
+    import rspo.core.sft as sft
+    import rspo.study.reproduce as job
 
     monkeypatch.setenv("RSPO_CACHE", str(tmp_path))
     built, said = [], []

@@ -45,7 +45,7 @@ def test_console_script_and_extras_declared():
 
 
 def test_import_is_cheap():
-    code = "import sys, rspo, rspo.envs; heavy = {'torch', 'transformers', 'trl', 'peft', 'accelerate'}; print(sorted(heavy & set(sys.modules)))"
+    code = "import sys, rspo, rspo.core.envs; heavy = {'torch', 'transformers', 'trl', 'peft', 'accelerate'}; print(sorted(heavy & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -1,4 +1,4 @@
-"""rspo.policies.parser: the pure action parser of generate mode (cases, and property tests: it never
+"""rspo.core.policies.parser: the pure action parser of generate mode (cases, and property tests: it never
 raises, and finds a tagged candidate)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rspo.policies import parse_action
+from rspo.core.policies import parse_action
 
 
 @pytest.mark.parametrize(

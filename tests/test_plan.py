@@ -1,4 +1,4 @@
-"""`rspo train` on a laptop (issue 35, rspo.plan): sizes chosen by the machine unless a flag, the
+"""`rspo train` on a laptop (issue 35, rspo.core.plan): sizes chosen by the machine unless a flag, the
 --config file or --profile sets them; the plan, its estimate and the stage lines; the probe changes
 no metric."""
 
@@ -9,9 +9,10 @@ import json
 import pytest
 import torch
 
-from rspo import cli, plan
-from rspo.config import TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
+from rspo import cli
+from rspo.core import plan
+from rspo.core.config import TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
 
 SMALL = ["--tasks-per-iter", "2", "--group-size", "2", "--max-steps", "2", "--eval-tasks", "1"]
 
@@ -77,7 +78,8 @@ def test_evaluations_and_durations():
 def _train(argv, tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(
-        "rspo.trainer.load_policy", lambda cfg, device=None: untrained_tiny_policy(0, value_head=cfg.critic)
+        "rspo.core.trainer.load_policy",
+        lambda cfg, device=None: untrained_tiny_policy(0, value_head=cfg.critic),
     )
     lines: list[str] = []
     args = cli.build_parser().parse_args(["train", *argv, "--out-dir", str(tmp_path)])

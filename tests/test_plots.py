@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rspo import plots
-from rspo.policies.scripted import EpsilonExpert
-from rspo.rollout import collect, make_envs
+from rspo.core.policies.scripted import EpsilonExpert
+from rspo.core.rollout import collect, make_envs
+from rspo.notebook import plots
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_reward_trajectory_and_save_figure(group, tmp_path):
 
 
 def test_nine_learning_curves_get_nine_colours():
-    from rspo.plots import PALETTE
+    from rspo.notebook.plots import PALETTE
 
     assert len(set(PALETTE[:9])) == 9  # 3 algos x 3 reward modes in one figure, no colour repeated
 
@@ -75,8 +75,8 @@ def _integer_ticks(axis) -> bool:
 def fake_run(reward="outcome", seed=0, env="detour", algo="grpo", success=(0.0, 0.1, 0.3), **extra):
     from pathlib import Path
 
-    from rspo.analysis import Run
-    from rspo.config import TrainConfig
+    from rspo.core.config import TrainConfig
+    from rspo.study.analysis import Run
 
     cfg = TrainConfig(env=env, algo=algo, reward=reward, seed=seed, iterations=len(success) - 1)
     rows = []
@@ -128,10 +128,10 @@ def test_advantage_heatmaps_per_panel_symmetric_scales_turns_from_1_and_room_for
 
 
 def test_knob_heatmaps_hold_each_panels_range_fixed_while_the_sliders_move(group):
-    from rspo import widgets
-    from rspo.config import TrainConfig
-    from rspo.rewards import RewardSpec, compute_rewards
-    from rspo.update import build_batch
+    from rspo.core.config import TrainConfig
+    from rspo.core.rewards import RewardSpec, compute_rewards
+    from rspo.core.update import build_batch
+    from rspo.notebook import widgets
 
     rewards = compute_rewards("outcome", group, RewardSpec())
 
@@ -240,7 +240,7 @@ def test_behaviour_coverage_learner_and_explorer_in_two_colours():
 def test_the_paper_table_shows_a_score_only_where_it_is_more_than_success():
     """The shop's WebShop score is a column of its own; detour's and household's score is their success
     and would repeat it."""
-    from rspo.analysis import paper_table
+    from rspo.study.analysis import paper_table
 
     run = fake_run("outcome")
     run.rows[-1].update({"eval/test/success": 0.5, "eval/test/score": 0.5})

@@ -1,10 +1,10 @@
-"""rspo.prompts: the per-step prompt (verl-agent's construction: task, step count, the last H pairs,
+"""rspo.core.prompts: the per-step prompt (verl-agent's construction: task, step count, the last H pairs,
 memory, current observation, admissible actions; the format line in generate mode)."""
 
 from __future__ import annotations
 
-from rspo.envs.registry import ENVS, GENERIC_INTRO
-from rspo.prompts import GENERATE_SUFFIX, build_prompt
+from rspo.core.envs.registry import ENVS, GENERIC_INTRO
+from rspo.core.prompts import GENERATE_SUFFIX, build_prompt
 
 
 def test_a_first_step_prompt_is_intro_observation_and_admissible_actions():

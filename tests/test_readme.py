@@ -72,10 +72,10 @@ RUNS = [pytest.param(c, marks=pytest.mark.slow) if " replay " in f" {c} " else c
 def test_every_readme_command_runs_at_reduced_size(command, tmp_path, monkeypatch, one_thread):
     argv = argv_of(command)
     if argv[0] == "train":
-        from rspo.policies.tiny import untrained_tiny_policy
+        from rspo.core.policies.tiny import untrained_tiny_policy
 
         monkeypatch.setattr(
-            "rspo.trainer.load_policy",
+            "rspo.core.trainer.load_policy",
             lambda cfg, device=None: untrained_tiny_policy(0, value_head=cfg.critic),
         )
         argv += [*SMALL_TRAIN, "--out-dir", str(tmp_path)]

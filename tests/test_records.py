@@ -1,4 +1,4 @@
-"""rspo.records: the plain records rollouts, policies and training pass between them."""
+"""rspo.core.records: the plain records rollouts, policies and training pass between them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from rspo.records import ActionSample, Episode, Turn, TurnInput
+from rspo.core.records import ActionSample, Episode, Turn, TurnInput
 
 
 def turn(logps=(-0.5, -0.25)):
@@ -30,11 +30,14 @@ def test_an_episode_starts_empty_and_unshared_as_a_learners_episode():
 
 
 def test_records_import_nothing_of_the_kit_and_are_re_exported_where_first_defined():
-    import rspo.policies.base
-    import rspo.rollout
+    import rspo.core.policies.base
+    import rspo.core.rollout
 
-    assert rspo.rollout.Episode is Episode and rspo.rollout.Turn is Turn
-    assert rspo.policies.base.ActionSample is ActionSample and rspo.policies.base.TurnInput is TurnInput
-    code = "import sys, rspo.records; print(sorted(m for m in sys.modules if m.startswith('rspo')))"
+    assert rspo.core.rollout.Episode is Episode and rspo.core.rollout.Turn is Turn
+    assert (
+        rspo.core.policies.base.ActionSample is ActionSample
+        and rspo.core.policies.base.TurnInput is TurnInput
+    )
+    code = "import sys, rspo.core.records; print(sorted(m for m in sys.modules if m.startswith('rspo')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['rspo', 'rspo.records']"
+    assert out.strip() == "['rspo', 'rspo.core', 'rspo.core.records']"

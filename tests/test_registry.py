@@ -1,4 +1,4 @@
-"""The registries (rspo.registry.ESTIMATORS, rspo.envs.ENVS): a toy estimator and a toy environment, each
+"""The registries (rspo.core.registry.ESTIMATORS, rspo.core.envs.ENVS): a toy estimator and a toy environment, each
 one entry in a temporary registry, train one iteration; the named choices agree everywhere."""
 
 from __future__ import annotations
@@ -9,15 +9,16 @@ import inspect
 import pytest
 import torch
 
-import rspo.envs
-from rspo import advantages, config, experiments, losses, policies, profiles, registry, sft
-from rspo.config import REWARDS, TrainConfig
-from rspo.envs.base import TextEnv
-from rspo.envs.registry import ENVS, EnvSpec
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.prompts import build_prompt
-from rspo.registry import ESTIMATORS, Estimator, Registry
-from rspo.trainer import Trainer
+import rspo.core.envs
+from rspo.core import advantages, config, losses, policies, profiles, registry, sft
+from rspo.core.config import REWARDS, TrainConfig
+from rspo.core.envs.base import TextEnv
+from rspo.core.envs.registry import ENVS, EnvSpec
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.prompts import build_prompt
+from rspo.core.registry import ESTIMATORS, Estimator, Registry
+from rspo.core.trainer import Trainer
+from rspo.study import experiments
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -117,12 +118,12 @@ def test_a_toy_estimator_is_one_function_and_one_entry(tmp_path, first_copy_succ
 
 def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succeeds, monkeypatch):
     with pytest.raises(ValueError, match="unknown environment 'toy'"):
-        rspo.envs.make("toy")
+        rspo.core.envs.make("toy")
     with ENVS.temporary(TOY_ENV):
-        assert rspo.envs.list_envs() == ["detour", "household", "shop", "toy"]
-        assert isinstance(rspo.envs.make("toy", split="test"), ToyEnv)
+        assert rspo.core.envs.list_envs() == ["detour", "household", "shop", "toy"]
+        assert isinstance(rspo.core.envs.make("toy", split="test"), ToyEnv)
         # what hangs off the entry: prompts, the warm start's settings, the tokenizer family; and its
-        # settings in a profile are one entry of rspo.profiles
+        # settings in a profile are one entry of rspo.core.profiles
         monkeypatch.setitem(profiles.TRAIN_PROFILES["smoke"], "toy", dict(max_steps=2))
         assert build_prompt("toy", "say red", 0, "o", ["say red"]).startswith("You stand before two doors.")
         assert TrainConfig(env="toy").history == 1
@@ -130,13 +131,13 @@ def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succe
         assert (
             sft.default_config("toy").max_steps == 2 and sft.default_config("toy").tokenizer_family == "toy"
         )
-        from rspo.policies import tokenizer
+        from rspo.core.policies import tokenizer
 
         assert tokenizer.family_envs("toy") == ["toy"] and "toy" not in tokenizer.family_envs()
         assert experiments.run_config("smoke", "toy", "grpo", "outcome", 0, tmp_path).max_steps == 2
         rows = one_iteration(tmp_path, env="toy", algo="gigpo", reward="dense", show_admissible="auto")
     assert len(rows) == 1 and rows[0]["rollout/episodes"] == 4 and rows[0]["adv/abs_mean"] > 0
-    assert "toy" not in rspo.envs.list_envs()  # restored
+    assert "toy" not in rspo.core.envs.list_envs()  # restored
     with pytest.raises(ValueError, match="TrainConfig.env='toy'; choose one of: detour, household, shop"):
         TrainConfig(env="toy")
 
@@ -144,7 +145,7 @@ def test_a_toy_environment_is_its_class_and_one_entry(tmp_path, first_copy_succe
 def test_an_environment_without_an_offline_tokenizer_has_no_warm_start():
     adapter = dataclasses.replace(TOY_ENV, name="toy_adapter", tokenizer_family=None)
     with ENVS.temporary(adapter):
-        from rspo.policies import tokenizer
+        from rspo.core.policies import tokenizer
 
         assert "toy_adapter" not in tokenizer.family_envs()
         with pytest.raises(ValueError, match="no offline tokenizer.*TrainConfig.model"):
@@ -164,13 +165,13 @@ def test_a_temporary_entry_replaces_and_restores_one_of_the_same_name():
 
 
 def test_the_choice_tuples_are_the_registries():
-    assert config.ENVS == tuple(rspo.envs.list_envs()) == tuple(sorted(ENVS))
+    assert config.ENVS == tuple(rspo.core.envs.list_envs()) == tuple(sorted(ENVS))
     assert config.ALGOS == registry.algorithms() == ("grpo", "ppo", "gigpo", "rloo", "turn_level")
     assert advantages.ESTIMATORS is ESTIMATORS
     assert config.ACTION_MODES is policies.ACTION_MODES is registry.ACTION_MODES
     assert losses.LOSS_AGG == config.LOSS_AGG == registry.LOSS_AGG
     choices = config.field_choices()
-    adapters = tuple(n for n in rspo.envs.ADAPTERS.names() if n not in ENVS)  # the real engines, after
+    adapters = tuple(n for n in rspo.core.envs.ADAPTERS.names() if n not in ENVS)  # the real engines, after
     assert choices["env"] == config.ENVS + adapters and choices["algo"] == config.ALGOS
     assert choices["adv_norm"] == registry.NORMALIZE and choices["episode_stats"] == registry.EPISODE_STATS
     for mode in registry.LOSS_AGG:  # each choice is one the implementation takes, and only those
@@ -210,11 +211,11 @@ def test_every_environment_entry_is_complete():
         assert "{task}" in spec.intro
         assert set(spec.warm_start) <= warm_fields - {"env", "history", "show_admissible"}
         for f in spec.data_files:
-            assert (rspo.paths.data_dir(name) / f).is_file()
+            assert (rspo.core.paths.data_dir(name) / f).is_file()
 
 
 def test_every_profile_names_registered_environments_and_config_fields():
-    """rspo.profiles is the one place for profiles: each names registered environments (or "common") and
+    """rspo.core.profiles is the one place for profiles: each names registered environments (or "common") and
     TrainConfig fields; by_reward holds settings of one reward mode (or of the swap, "rspo")."""
     config_fields = {f.name for f in dataclasses.fields(TrainConfig)}
     for profile, table in profiles.TRAIN_PROFILES.items():
@@ -239,7 +240,7 @@ def test_every_profile_names_registered_environments_and_config_fields():
 def test_a_cache_key_never_changes_behind_a_default():
     """A new entry joins no tokenizer family unless it names one; joining the default family (household
     and shop) changes that family's tokenizer key, so their warm starts rebuild rather than go stale."""
-    from rspo.policies import tokenizer
+    from rspo.core.policies import tokenizer
 
     plain = EnvSpec("plain", ToyEnv, intro="Your task is to: {task}")
     assert plain.tokenizer_family is None

@@ -1,7 +1,7 @@
 """A run that stops rather than go silently wrong, and survives a SIGKILL (issue 20, docs/reliability.md).
 
-Cross-module: the trainer (rspo.trainer), the update's non-finite checks (rspo.update.NonFiniteError),
-the rewards (rspo.rewards), the checkpoint kept (rspo.checkpoint) and benchmarks/kill_test.py. The
+Cross-module: the trainer (rspo.core.trainer), the update's non-finite checks (rspo.core.update.NonFiniteError),
+the rewards (rspo.core.rewards), the checkpoint kept (rspo.core.checkpoint) and benchmarks/kill_test.py. The
 rest of docs/reliability.md's rows are tests of one module each: tests/test_checkpoint.py (weights-only
 checkpoints), tests/test_atomic.py (atomic writes, the run folder's lock), tests/test_metrics.py (the
 metrics log)."""
@@ -17,11 +17,11 @@ import pytest
 import torch
 from test_trainer import small
 
-from rspo.checkpoint import read_checkpoint
-from rspo.metrics import MetricsLog
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.trainer import Trainer
-from rspo.update import NonFiniteError
+from rspo.core.checkpoint import read_checkpoint
+from rspo.core.metrics import MetricsLog
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
+from rspo.core.update import NonFiniteError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,17 +56,17 @@ def _assert_last_good_checkpoint(cfg, iteration: int, policy=None) -> dict:
 
 @pytest.mark.slow
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    import rspo.update
+    import rspo.core.update
 
     cfg = small(tmp_path, name="nan", iterations=3)
     poisoned = {"on": False}
-    real_loss = rspo.update.ppo_clip_loss
+    real_loss = rspo.core.update.ppo_clip_loss
 
     def loss(*args, **kwargs):
         pl, clipfrac = real_loss(*args, **kwargs)
         return (pl * math.nan if poisoned["on"] else pl), clipfrac
 
-    monkeypatch.setattr(rspo.update, "ppo_clip_loss", loss)
+    monkeypatch.setattr(rspo.core.update, "ppo_clip_loss", loss)
     _poison_from(monkeypatch, 1, lambda trainer: poisoned.update(on=True))
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
     with pytest.raises(NonFiniteError, match=r"iteration 2: the policy update's loss is not finite \(nan\)"):
@@ -129,7 +129,7 @@ def test_a_huge_learning_rate_stops_with_a_clear_error(tmp_path):
 
 
 def test_a_nan_reward_is_a_clear_error_before_any_update(tmp_path):
-    from rspo.registry import REWARD_MODES, RewardMode
+    from rspo.core.registry import REWARD_MODES, RewardMode
 
     outcome = REWARD_MODES["outcome"].function
 

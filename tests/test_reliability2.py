@@ -21,12 +21,12 @@ import torch
 from test_cli_errors import small, train
 from test_report import LAB, out  # noqa: F401  (the report's made-up output folder, a fixture)
 
-import rspo.trainer
+import rspo.core.trainer
 from rspo import cli
-from rspo.atomic import RunLock
-from rspo.config import TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.trainer import Trainer
+from rspo.core.atomic import RunLock
+from rspo.core.config import TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def _cli_error(capsys, argv: list[str], rc: int = 2) -> str:
 @pytest.fixture
 def tiny_model(monkeypatch):
     """``rspo train`` builds its Trainer with the untrained tiny policy (no warm start to build)."""
-    monkeypatch.setattr(rspo.trainer, "load_policy", lambda cfg, device=None: untrained_tiny_policy(0))
+    monkeypatch.setattr(rspo.core.trainer, "load_policy", lambda cfg, device=None: untrained_tiny_policy(0))
 
 
 def _config_file(tmp_path, cfg: TrainConfig, **change) -> str:
@@ -119,9 +119,9 @@ class _Page(HTMLParser):
 def test_1_markup_planted_in_every_string_of_a_run_never_becomes_live_markup(out):  # noqa: F811
     import plotly.graph_objects as go
 
-    from rspo.report import write_report
-    from rspo.reproduce import NotebookRun
-    from rspo.results import save_results
+    from rspo.study.report import write_report
+    from rspo.study.reproduce import NotebookRun
+    from rspo.study.results import save_results
 
     fields = ["profile", "status", "notebook", "note", "claims_head", "claims_cell", "figure", "plot_title"]
     figures = out / "figures"
@@ -327,7 +327,7 @@ def test_6_a_lock_symlink_is_refused_and_its_target_untouched(tmp_path):
 def test_7_publishing_to_x_md_keeps_an_existing_folder_x(tmp_path):
     from test_reproduce import _report
 
-    from rspo.reproduce import publish_report
+    from rspo.study.reproduce import publish_report
 
     report = _report(tmp_path)
     mine = tmp_path / "docs" / "results-cpu" / "thesis.tex"
@@ -450,12 +450,12 @@ def test_8_a_folder_where_config_json_or_metrics_is_expected_is_one_line(tmp_pat
 
 
 def test_8_disk_full_is_one_line_naming_the_file(tmp_path, capsys, tiny_model, monkeypatch):
-    import rspo.metrics
+    import rspo.core.metrics
 
     def full(self, row):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
 
-    monkeypatch.setattr(rspo.metrics.MetricsLog, "write", full)
+    monkeypatch.setattr(rspo.core.metrics.MetricsLog, "write", full)
     line = _cli_error(capsys, ["train", "--config", _config_file(tmp_path, small(tmp_path))], rc=1)
     assert f"{tmp_path / 'r' / 'metrics.jsonl'}: No space left on device; free some space" in line
 
@@ -550,7 +550,7 @@ def test_10_a_non_utf8_file_is_named(tmp_path, capsys):
         )
         assert f"{path} is not UTF-8 text" in line
         path.write_bytes(kept)
-    from rspo.metrics import MetricsLog
+    from rspo.core.metrics import MetricsLog
 
     (tmp_path / "m.jsonl").write_bytes(b'{"iteration": 1}\n\xff\n')
     with pytest.raises(ValueError, match=r"m.jsonl is not UTF-8 text"):
@@ -577,18 +577,18 @@ def test_10_file_modes_are_kept_across_a_resume(tmp_path):
 
 
 def test_10_report_and_demo_outputs_are_written_atomically(tmp_path, monkeypatch, capsys):
-    import rspo.atomic
+    import rspo.core.atomic
 
     (tmp_path / "results.json").write_text("old")
 
     def killed(src, dst):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rspo.atomic.os, "replace", killed)  # a kill (^C) at the rename
+    monkeypatch.setattr(rspo.core.atomic.os, "replace", killed)  # a kill (^C) at the rename
     assert cli.main(["demo", "--limit", "1", "--out", str(tmp_path)]) == 130
     assert (tmp_path / "results.json").read_text() == "old"
     assert not list(tmp_path.glob(".*.partial"))
-    from rspo.report import write_report
+    from rspo.study.report import write_report
 
     rep = tmp_path / "rep"
     rep.mkdir()
@@ -599,8 +599,8 @@ def test_10_report_and_demo_outputs_are_written_atomically(tmp_path, monkeypatch
     assert (rep / "report.md").read_text() == (rep / "report.html").read_text() == "old"
     assert not list(rep.glob(".*.partial"))
     # the initial evaluation a grid's runs share (initial-<env>.json), with the evaluation stubbed
-    import rspo.experiments as experiments
-    import rspo.trainer
+    import rspo.core.trainer
+    import rspo.study.experiments as experiments
 
     class Probe:
         def __init__(self, cfg, policy=None):
@@ -609,8 +609,8 @@ def test_10_report_and_demo_outputs_are_written_atomically(tmp_path, monkeypatch
         def evaluate(self):
             return {"eval/success": 0.5, "time/cpu_eval": 1.0}
 
-    monkeypatch.setattr(rspo.trainer, "load_policy", lambda cfg, device: object())
-    monkeypatch.setattr(rspo.trainer, "Trainer", Probe)
+    monkeypatch.setattr(rspo.core.trainer, "load_policy", lambda cfg, device: object())
+    monkeypatch.setattr(rspo.core.trainer, "Trainer", Probe)
     monkeypatch.setattr(experiments, "weights_fingerprint", lambda policy: "w")
     (tmp_path / "initial-detour.json").write_text("[]")
     with pytest.raises(KeyboardInterrupt):

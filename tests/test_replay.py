@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from rspo.cli import main
-from rspo.config import TrainConfig
-from rspo.replay import first_difference
-from rspo.trainer import Trainer
+from rspo.core.config import TrainConfig
+from rspo.core.replay import first_difference
+from rspo.core.trainer import Trainer
 
 
 def test_first_difference_names_the_first_changed_value_and_skips_timings():

@@ -1,4 +1,4 @@
-"""rspo.report: the report of ``rspo reproduce`` (Markdown and, through rspo.report_html, HTML).
+"""rspo.study.report: the report of ``rspo reproduce`` (Markdown and, through rspo.study.report_html, HTML).
 
 A report is written here over a made-up output folder - committed lab runs copied in, a PNG and a
 plotly figure, one executed notebook with a plotly output, a results.json - without running a
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rspo.results import save_results
+from rspo.study.results import save_results
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "results" / "lab" / "study1" / "runs"
@@ -73,7 +73,7 @@ def out(tmp_path):
 
 
 def _write(out, **kw):
-    from rspo.reproduce import NotebookRun, write_report
+    from rspo.study.reproduce import NotebookRun, write_report
 
     runs = [NotebookRun(p.stem, 6.0 * len(p.stem), p) for p in sorted(out.glob("[0-9][0-9]_*.ipynb"))]
     write_report("quick", out, runs, total_seconds=754, **kw)
@@ -135,7 +135,7 @@ def test_the_report_decides_the_claims_itself_without_notebook_05(out):
 
 
 def test_the_results_caption_says_one_seed_when_there_is_one():
-    from rspo.report import seed_caption
+    from rspo.study.report import seed_caption
 
     one = seed_caption([{"seeds": 1}, {"seeds": 1}])
     assert "One seed per row" in one and "mean ± std" not in one.lower()
@@ -148,7 +148,7 @@ CLAIMS_JSON = ROOT / "results" / "lab" / "study1" / "claims.json"
 
 
 def test_the_committed_claims_come_from_the_data_file_not_the_prose(tmp_path):
-    from rspo.report import COMMITTED_CLAIMS, committed_claims
+    from rspo.study.report import COMMITTED_CLAIMS, committed_claims
 
     assert COMMITTED_CLAIMS == CLAIMS_JSON
     path = tmp_path / "claims.json"
@@ -164,7 +164,7 @@ def test_the_lab_readme_shows_the_committed_claims_table():
     report reads the file); the two must not drift apart."""
     import re
 
-    from rspo.report import committed_claims
+    from rspo.study.report import committed_claims
 
     readme = ROOT / "docs" / "lab" / "README.md"
     if not CLAIMS_JSON.is_file() or not readme.is_file():

@@ -1,9 +1,9 @@
-"""rspo.report_html: the HTML side of the report. The HTML report as written by ``rspo reproduce``
+"""rspo.study.report_html: the HTML side of the report. The HTML report as written by ``rspo reproduce``
 (figures inline, plotly.js once, notebooks linked) is tested in tests/test_report.py."""
 
 from __future__ import annotations
 
-from rspo.report_html import figure_data
+from rspo.study.report_html import figure_data
 
 
 def test_figure_data_reads_what_plotly_writes(tmp_path):
@@ -24,7 +24,7 @@ def test_rendered_notebooks_show_equations_as_mathml_and_fetch_nothing(tmp_path)
 
     import nbformat
 
-    from rspo.report_html import math_to_mathml, render_notebook
+    from rspo.study.report_html import math_to_mathml, render_notebook
 
     md = "Inline $w = \\min(\\pi_A / \\pi_B,\\ c)$, `echo $HOME $PATH`, and\n\n$$A_i = \\frac{R_i}{2}$$\n"
     converted = math_to_mathml(md)

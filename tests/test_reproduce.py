@@ -1,4 +1,4 @@
-"""rspo.reproduce: ``rspo reproduce --finished-only`` (notebooks 03-05 over the runs already finished, a
+"""rspo.study.reproduce: ``rspo reproduce --finished-only`` (notebooks 03-05 over the runs already finished, a
 partial report) and ``--publish`` (a report copied for committing under docs/, with its PNG figures, its
 run logs under results/, and ``--restore``). The report's own content: tests/test_report.py; a real (smoke) reproduce:
 tests/test_notebooks.py."""
@@ -10,13 +10,13 @@ import json
 import pytest
 from tiny_fixtures import file_snapshot
 
-from rspo.reproduce import publish_report
+from rspo.study.reproduce import publish_report
 
 
 def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path):
     pytest.importorskip("papermill")
     from rspo.cli import build_parser
-    from rspo.reproduce import notebooks, parameters
+    from rspo.study.reproduce import notebooks, parameters
 
     assert build_parser().parse_args(["reproduce", "--profile", "cpu", "--finished-only"]).finished_only
     assert not build_parser().parse_args(["reproduce"]).finished_only
@@ -32,8 +32,8 @@ def test_the_flag_reaches_only_the_notebooks_that_declare_train_missing(tmp_path
 def test_the_table_is_what_notebook_05_reads():
     """The report counts envs x algos x rewards x seeds; algos are notebook 05's (and 03's, 04's) default."""
     pytest.importorskip("papermill")
-    from rspo.profiles import CPU_ABLATIONS
-    from rspo.reproduce import NOTEBOOKS_DIR, table_parameters
+    from rspo.core.profiles import CPU_ABLATIONS
+    from rspo.study.reproduce import NOTEBOOKS_DIR, table_parameters
 
     t = table_parameters("cpu")
     assert t == {
@@ -58,8 +58,8 @@ def test_the_table_is_what_notebook_05_reads():
 def test_finished_only_reports_the_finished_runs_and_trains_nothing(tmp_path, monkeypatch, one_thread):
     """One finished run of the 9 of a one-env, one-seed smoke table: notebooks 03-05 run over it."""
     pytest.importorskip("papermill")
-    import rspo.reproduce as job
-    from rspo.experiments import ensure_run, run_config
+    import rspo.study.reproduce as job
+    from rspo.study.experiments import ensure_run, run_config
 
     runs = tmp_path / "runs"
     three = ["grpo", "ppo", "gigpo"]
@@ -160,8 +160,8 @@ def test_published_run_logs_rebuild_the_runs_folder_with_restore(tmp_path, monke
     """--publish archives the finished runs' logs beside the report; --restore puts them back first."""
     from test_analysis import fake_name, fake_run
 
-    from rspo import reproduce as job
     from rspo.cli import build_parser
+    from rspo.study import reproduce as job
 
     report = _report(tmp_path)
     fake_run(report.parent / "runs", 0, 0.5)  # the quick profile's runs live in <out>/runs
@@ -187,7 +187,7 @@ def test_published_logs_go_where_restore_reads_them_by_default():
     bare ``--restore`` reads; the cpu report's logs are committed there."""
     from pathlib import Path
 
-    from rspo.reproduce import ROOT, published_runs
+    from rspo.study.reproduce import ROOT, published_runs
 
     for profile in ("cpu", "quick", "gpu"):
         assert published_runs(ROOT / "docs" / f"results-{profile}.md") == ROOT / "results" / profile / "runs"

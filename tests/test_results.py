@@ -1,4 +1,4 @@
-"""rspo.results: the notebooks' results.json - merged per notebook, plain JSON, one entry per notebook."""
+"""rspo.study.results: the notebooks' results.json - merged per notebook, plain JSON, one entry per notebook."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rspo.results import jsonable, load_results, run_numbers, save_results
+from rspo.study.results import jsonable, load_results, run_numbers, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "results" / "lab" / "study1" / "runs"
@@ -31,7 +31,7 @@ def test_jsonable_and_run_numbers():
     import numpy as np
     import torch
 
-    from rspo.analysis import load_runs
+    from rspo.study.analysis import load_runs
 
     value = {1: (np.float32(0.5), torch.tensor(2.0), float("inf")), "p": Path("/x"), "a": np.arange(2)}
     assert jsonable(value) == {"1": [0.5, 2.0, None], "p": "/x", "a": [0, 1]}

@@ -1,4 +1,4 @@
-"""rspo.rewards: the reward modes (outcome, dense) and their registry.
+"""rspo.core.rewards: the reward modes (outcome, dense) and their registry.
 
 The swap's relabelling with them is tested in tests/test_swap.py."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rspo.records import Episode, Turn
-from rspo.rewards import REWARD_MODES, RewardSpec, compute_rewards, dense_rewards, outcome_rewards
+from rspo.core.records import Episode, Turn
+from rspo.core.rewards import REWARD_MODES, RewardSpec, compute_rewards, dense_rewards, outcome_rewards
 
 
 def turn(reward=0.0, process=0.0, valid=True):
@@ -45,8 +45,8 @@ def test_outcome_ignores_the_process_reward_and_dense_without_weight_is_outcome(
 
 
 def test_a_new_mode_is_one_function_and_one_registry_entry():
-    from rspo.config import TrainConfig
-    from rspo.registry import RewardMode
+    from rspo.core.config import TrainConfig
+    from rspo.core.registry import RewardMode
 
     def constant(episodes, spec):
         return [[spec.outcome_scale] * len(ep.turns) for ep in episodes]

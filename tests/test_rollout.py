@@ -1,4 +1,4 @@
-"""rspo.rollout: batched multi-turn rollouts into Episode / Turn records, the agent's view of one
+"""rspo.core.rollout: batched multi-turn rollouts into Episode / Turn records, the agent's view of one
 environment, and the expert's demonstrations. A scripted policy plays (no model needed); what a rollout
 stores for training, with a model, is tested through the trainer in tests/test_glue.py."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-import rspo.envs
-from rspo.policies.scripted import EpsilonExpert
-from rspo.rollout import AgentView, collect, expert_demonstrations, make_envs
+import rspo.core.envs
+from rspo.core.policies.scripted import EpsilonExpert
+from rspo.core.rollout import AgentView, collect, expert_demonstrations, make_envs
 
 
 def test_collect_runs_groups_of_copies_in_lockstep_ordered_by_group_and_copy():
@@ -46,7 +46,7 @@ def test_an_episode_cut_by_the_horizon_is_truncated_and_not_won():
 
 
 def test_the_prompt_keeps_the_last_history_pairs():
-    env = rspo.envs.make("household", split="train")
+    env = rspo.core.envs.make("household", split="train")
     view = AgentView(env, history=1)
     obs, info = env.reset(task_id=env.task_ids[0])
     view.start(obs, info)
@@ -66,7 +66,7 @@ def test_the_prompt_keeps_the_last_history_pairs():
 
 
 def test_expert_demonstrations_are_what_collect_shows_the_expert():
-    tasks = rspo.envs.make("shop", split="train").task_ids[:2]
+    tasks = rspo.core.envs.make("shop", split="train").task_ids[:2]
     eps = collect(EpsilonExpert(epsilon=0.0), make_envs("shop", "train", 2), tasks, 1, greedy=True)
     collected = [(t.prompt, t.candidates, t.action) for ep in eps for t in ep.turns]
     assert expert_demonstrations("shop", "train", tasks) == collected

@@ -1,4 +1,4 @@
-"""rspo.policies.scoring: candidates scored in one forward pass over a shared prompt (a 4-D attention
+"""rspo.core.policies.scoring: candidates scored in one forward pass over a shared prompt (a 4-D attention
 mask) equal one full forward per candidate; the head split and when it is refused. On a tiny local
 model; LMPolicy's use of it: tests/test_lm.py."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 from tiny_fixtures import cases, household_texts, make_model, make_tokenizer
 
-from rspo.policies import LMPolicy
-from rspo.policies.scoring import head_split, pack_rows, score_rows, score_segments
+from rspo.core.policies import LMPolicy
+from rspo.core.policies.scoring import head_split, pack_rows, score_rows, score_segments
 
 
 @pytest.fixture(scope="module", autouse=True)

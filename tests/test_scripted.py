@@ -1,5 +1,5 @@
-"""rspo.policies.scripted: EpsilonExpert, the expert with random moves mixed in (the notebooks' model-free
-policy); its episodes through rspo.rollout.collect: tests/test_rollout.py."""
+"""rspo.core.policies.scripted: EpsilonExpert, the expert with random moves mixed in (the notebooks' model-free
+policy); its episodes through rspo.core.rollout.collect: tests/test_rollout.py."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-import rspo.envs
-from rspo.policies.scripted import EpsilonExpert
+import rspo.core.envs
+from rspo.core.policies.scripted import EpsilonExpert
 
 
 def _started(n=1):
-    envs = [rspo.envs.make("household", split="train") for _ in range(n)]
+    envs = [rspo.core.envs.make("household", split="train") for _ in range(n)]
     infos = [env.reset(task_id=env.task_ids[i])[1] for i, env in enumerate(envs)]
     return envs, [list(info["admissible_actions"]) for info in infos]
 

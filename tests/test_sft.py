@@ -1,4 +1,4 @@
-"""rspo.sft: the warm start (SFT on expert demonstrations), its cache, cache key and demonstrations."""
+"""rspo.core.sft: the warm start (SFT on expert demonstrations), its cache, cache key and demonstrations."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import time
 import pytest
 import torch
 
-import rspo.envs
-from rspo import atomic, sft
-from rspo.policies import tiny, tokenizer
-from rspo.rollout import expert_demonstrations
+import rspo.core.envs
+from rspo.core import atomic, sft
+from rspo.core.policies import tiny, tokenizer
+from rspo.core.rollout import expert_demonstrations
 
 
 @pytest.fixture()
@@ -125,9 +125,9 @@ def test_cache_key_depends_on_config(cache):
 
 
 def test_random_play_demonstrations_and_every_action_targets():
-    ids = rspo.envs.make("detour", split="train").task_ids[:20]
+    ids = rspo.core.envs.make("detour", split="train").task_ids[:20]
     expert = expert_demonstrations("detour", "train", ids)
-    assert len(expert) == 20 * rspo.envs.make("detour").length
+    assert len(expert) == 20 * rspo.core.envs.make("detour").length
     rand = expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
     assert rand != expert and all(a in cands for _, cands, a in rand)
     assert rand == expert_demonstrations("detour", "train", ids, random_frac=1.0, seed=3)
@@ -164,7 +164,9 @@ def test_expert_only_warm_start_keys_are_unchanged_by_the_added_fields():
         assert (
             sft.cache_key(cfg) == hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
         )
-        changed = sft.WarmStartConfig(env=env, random_frac=0.5, **rspo.envs.spec(env).warm_start_fields())
+        changed = sft.WarmStartConfig(
+            env=env, random_frac=0.5, **rspo.core.envs.spec(env).warm_start_fields()
+        )
         assert sft.cache_key(changed) != sft.cache_key(cfg)
     # the lab's study-1 warm start keeps the key its protocol names (docs/lab/protocol.md)
     assert sft.cache_key(sft.default_config("detour")) == "f05b6229478a"
@@ -177,7 +179,7 @@ def test_heartbeat_says_what_runs_at_once_and_then_every_period():
     import io
     import time
 
-    from rspo.sft import heartbeat
+    from rspo.core.sft import heartbeat
 
     out = io.StringIO()
     with heartbeat("measuring", every=0.05, stream=out):
@@ -195,7 +197,7 @@ def test_the_warm_starts_silent_data_phase_says_what_runs(monkeypatch):
     machine, so it runs inside a heartbeat (found silent for 4 minutes under load)."""
     import contextlib
 
-    import rspo.sft as sft
+    import rspo.core.sft as sft
 
     said = []
 
@@ -219,7 +221,7 @@ def test_a_heartbeat_can_leave_the_opening_line_to_its_caller():
     """rspo reproduce says "[k/n] NN.ipynb ..." itself; its heartbeat only adds the beats."""
     import io
 
-    from rspo.sft import heartbeat
+    from rspo.core.sft import heartbeat
 
     out = io.StringIO()
     with heartbeat("05 running", every=0.05, stream=out, announce=False):

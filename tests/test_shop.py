@@ -1,4 +1,4 @@
-"""Tests of the WebShop-style ``shop`` environment (rspo.envs.shop)."""
+"""Tests of the WebShop-style ``shop`` environment (rspo.core.envs.shop)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import rspo.envs
-from rspo.envs import INFO_KEYS
-from rspo.envs.shop import ShopEnv
-from rspo.envs.shop import env as shop_env_module
-from rspo.envs.shop.catalogue import DATA_DIR, Goal, Product, get_catalogue
-from rspo.envs.shop.pages import parse_action
-from rspo.envs.shop.process import MISALIGNED_OPTION, PROCESS_REWARD_DOC
-from rspo.envs.shop.reward import (
+import rspo.core.envs
+from rspo.core.envs import INFO_KEYS
+from rspo.core.envs.shop import ShopEnv
+from rspo.core.envs.shop import env as shop_env_module
+from rspo.core.envs.shop.catalogue import DATA_DIR, Goal, Product, get_catalogue
+from rspo.core.envs.shop.pages import parse_action
+from rspo.core.envs.shop.process import MISALIGNED_OPTION, PROCESS_REWARD_DOC
+from rspo.core.envs.shop.reward import (
     attribute_matches,
     best_reward,
     option_matches,
@@ -149,7 +149,7 @@ def test_splits_and_task_ids():
     cat = get_catalogue()
     sizes = {s: len(ShopEnv(split=s)) for s in ShopEnv.splits}
     assert sizes == {"test": 500, "valid": 500, "train": len(cat.goals) - 1000}
-    env = rspo.envs.make("shop", split="valid")
+    env = rspo.core.envs.make("shop", split="valid")
     assert env.task_ids[0] == "valid/00000"
     env.reset(task_id="valid/00000")
     assert env.goal is cat.goals[500]
@@ -314,7 +314,7 @@ def test_invalid_actions_leave_the_page_unchanged():
 def test_parse_action_normalisation():
     assert parse_action("  Click[  Buy   NOW ] ") == ("click", "buy now")
     assert parse_action("search[Men's\tT-Shirt]") == ("search", "men's t-shirt")
-    # ASCII only (rspo.envs.text): a query with another character is invalid, as every other action
+    # ASCII only (rspo.core.envs.text): a query with another character is invalid, as every other action
     assert parse_action("search[chaussures été]") is None
     assert parse_action("search[chaussures ete]") == ("search", "chaussures ete")
     assert parse_action("click[buy now]x") is None and parse_action(None) is None

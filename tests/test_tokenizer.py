@@ -1,12 +1,12 @@
-"""rspo.policies.tokenizer: the offline tokenizer (determinism, losslessness, chat template, families)."""
+"""rspo.core.policies.tokenizer: the offline tokenizer (determinism, losslessness, chat template, families)."""
 
 from __future__ import annotations
 
 import pytest
 
-import rspo.envs
-from rspo.policies import tokenizer
-from rspo.rollout import expert_demonstrations
+import rspo.core.envs
+from rspo.core.policies import tokenizer
+from rspo.core.rollout import expert_demonstrations
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +19,8 @@ def env_texts():
     """Prompts and actions of both environments, from splits the small tokenizer was not trained on."""
     texts = []
     for name in ("household", "shop"):
-        split = rspo.envs.env_class(name).eval_splits[-1]
-        ids = rspo.envs.make(name, split=split).task_ids[:2]
+        split = rspo.core.envs.env_class(name).eval_splits[-1]
+        ids = rspo.core.envs.make(name, split=split).task_ids[:2]
         texts += [t for p, _, a in expert_demonstrations(name, split, ids) for t in (p, a)]
     return texts
 

@@ -1,4 +1,4 @@
-"""rspo.trainer: CPU smoke tests of the training loop - every algo x reward mode, resume, determinism,
+"""rspo.core.trainer: CPU smoke tests of the training loop - every algo x reward mode, resume, determinism,
 errors - and the reward swap in the trainer (reward="rspo": every base algorithm, the variants, resume
 with a buffer, LoRA twins; they were tests/test_rspo.py). The swap's own functions: tests/test_swap.py."""
 
@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
-from rspo.config import ALGOS, REWARDS, TrainConfig
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.trainer import Trainer
+from rspo.core.config import ALGOS, REWARDS, TrainConfig
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -152,8 +152,8 @@ def test_cuda_request_without_cuda_is_a_clear_error(tmp_path):
 
 def test_generate_mode_trains_from_written_actions(tmp_path):
     """Generate mode end to end: one Trainer iteration runs; an update on hand-set rewards moves the policy."""
-    from rspo.rewards import RewardSpec, compute_rewards
-    from rspo.update import build_batch, ppo_update
+    from rspo.core.rewards import RewardSpec, compute_rewards
+    from rspo.core.update import build_batch, ppo_update
 
     cfg = small(tmp_path, name="gen", iterations=1, action_mode="generate", max_new_tokens=6, temperature=1.0)
     policy = untrained_tiny_policy(0, action_mode="generate", max_new_tokens=6)
@@ -204,8 +204,8 @@ def test_lora_path_trains_adapters_only_from_a_local_model(tmp_path):
 
 
 def test_distinct_successes_count_each_task_and_action_sequence_once():
-    from rspo.explorer import success_keys
-    from rspo.rollout import Episode, Turn
+    from rspo.core.explorer import success_keys
+    from rspo.core.rollout import Episode, Turn
 
     def ep(task, actions, won):
         turns = [Turn("p", [a], a, 0, [], [0.0], "s", 0.0, 0.0, True) for a in actions]
@@ -220,7 +220,7 @@ def test_distinct_successes_count_each_task_and_action_sequence_once():
 
 @pytest.mark.slow
 def test_task_pool_trains_on_a_fixed_pool_and_evaluates_it_apart(tmp_path):
-    from rspo.trainer import pool_tasks
+    from rspo.core.trainer import pool_tasks
 
     everything = [f"train/{i:05d}" for i in range(100)]
     pool = pool_tasks(everything, 5)
@@ -427,7 +427,7 @@ def test_matched_budget_splits_the_tasks_between_learner_and_explorer(tmp_path, 
 
 
 def test_a_run_records_its_fingerprint_and_a_resume_under_another_adds_it(tmp_path, monkeypatch):
-    from rspo import fingerprint
+    from rspo.core import fingerprint
 
     cfg = small(tmp_path, iterations=2, checkpoint_every=1)
     Trainer(cfg, policy=untrained_tiny_policy(0)).run()

@@ -1,14 +1,14 @@
-"""rspo.update: the flat turn batch (build_batch) by hand, no model needed; the update step itself is in
+"""rspo.core.update: the flat turn batch (build_batch) by hand, no model needed; the update step itself is in
 test_update_edges.py and, through the trainer, test_glue.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from rspo.config import TrainConfig
-from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import Episode, Turn
-from rspo.update import build_batch
+from rspo.core.config import TrainConfig
+from rspo.core.rewards import RewardSpec, compute_rewards
+from rspo.core.rollout import Episode, Turn
+from rspo.core.update import build_batch
 
 
 def turn(reward=0.0, process=0.0, valid=True, anchor="s", logps=(-1.0,)):
@@ -78,9 +78,9 @@ def cfg_spec(cfg):
 )
 def test_build_batch_passes_the_estimators_options_from_the_config(algo, setting):
     """A non-default option of the estimator (group normalisation, GiGPO's omega, the discount) changes
-    the batch's advantages to those of rspo.advantages called with that option."""
-    from rspo.advantages import compute_advantages
-    from rspo.registry import ESTIMATORS
+    the batch's advantages to those of rspo.core.advantages called with that option."""
+    from rspo.core.advantages import compute_advantages
+    from rspo.core.registry import ESTIMATORS
 
     eps = [
         episode(0, 0, [turn(anchor="s"), turn(anchor="t", reward=1.0)], won=True),

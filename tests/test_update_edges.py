@@ -1,4 +1,4 @@
-"""rspo.update: the cases mutation testing found untested (benchmarks/mutation.py, docs/mutation.md).
+"""rspo.core.update: the cases mutation testing found untested (benchmarks/mutation.py, docs/mutation.md).
 
 The logged batch metrics and the joined (on + off-policy) batch by hand, scoring in micro-batches with
 values and against the reference, and the update's value loss, seeded minibatch order and empty batch.
@@ -12,12 +12,12 @@ import math
 import pytest
 import torch
 
-from rspo.config import TrainConfig
-from rspo.policies.base import TurnInput
-from rspo.policies.tiny import untrained_tiny_policy
-from rspo.rewards import RewardSpec, compute_rewards
-from rspo.rollout import Episode, Turn, collect, make_envs
-from rspo.update import build_batch, join_batches, ppo_update, score_turns
+from rspo.core.config import TrainConfig
+from rspo.core.policies.base import TurnInput
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.rewards import RewardSpec, compute_rewards
+from rspo.core.rollout import Episode, Turn, collect, make_envs
+from rspo.core.update import build_batch, join_batches, ppo_update, score_turns
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 NULL = contextlib.nullcontext
@@ -186,7 +186,7 @@ def test_batch_metrics_of_two_turns():
 
 
 def test_a_non_finite_loss_names_the_iteration_the_update_and_what_to_do():
-    from rspo.update import NonFiniteError
+    from rspo.core.update import NonFiniteError
 
     policy = untrained_tiny_policy(0)
     cfg = TrainConfig(algo="grpo", kl_coef=0.0)
@@ -237,7 +237,7 @@ def test_the_value_loss_moves_the_value_head_toward_the_returns():
 
 
 class Peer:
-    """The other process of a two-process run, as ``ppo_update`` meets it through ``rspo.distributed.Dist``'s
+    """The other process of a two-process run, as ``ppo_update`` meets it through ``rspo.core.distributed.Dist``'s
     collectives: ``max_int`` returns the larger of this process's value and the peer's next scripted
     one (per epoch: its minibatch count, then per minibatch 1 if its loss was not finite);
     ``average_grads`` is counted."""
@@ -257,7 +257,7 @@ class Peer:
 def test_a_non_finite_loss_on_another_process_stops_this_one_before_any_step():
     """Every process stops at the same minibatch when any one's loss is not finite (tests/test_distributed.py
     runs two real processes, but none of their losses is)."""
-    from rspo.update import NonFiniteError
+    from rspo.core.update import NonFiniteError
 
     policy = untrained_tiny_policy(0)
     cfg = TrainConfig(algo="grpo", kl_coef=0.0)

@@ -1,4 +1,4 @@
-"""rspo.widgets: the notebooks' widgets, built and clicked without a display, and their headless fallbacks."""
+"""rspo.notebook.widgets: the notebooks' widgets, built and clicked without a display, and their headless fallbacks."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-import rspo.envs
-from rspo import widgets
+import rspo.core.envs
+from rspo.notebook import widgets
 
 
 @pytest.fixture
 def env():
-    return rspo.envs.make("household", split="valid_seen")
+    return rspo.core.envs.make("household", split="valid_seen")
 
 
 def test_step_line_wraps_the_whole_observation_between_words():
@@ -212,7 +212,7 @@ def test_a_headless_notebook_run_keeps_no_frozen_progress_bar(tmp_path):
 
     nb = new_notebook(
         cells=[
-            new_code_cell("from rspo import widgets\nwidgets.progress_bars(False)"),
+            new_code_cell("from rspo.notebook import widgets\nwidgets.progress_bars(False)"),
             new_code_cell(
                 "from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='warm start'):\n    pass"
             ),

@@ -13,10 +13,10 @@ CHAT_TEMPLATE = (
 
 def household_texts(n_tasks: int = 4) -> list[tuple[str, list[str], str]]:
     """(prompt, admissible actions, expert action) of the expert on the first household train tasks."""
-    import rspo.envs
-    from rspo.rollout import expert_demonstrations
+    import rspo.core.envs
+    from rspo.core.rollout import expert_demonstrations
 
-    ids = rspo.envs.make("household", split="train").task_ids[:n_tasks]
+    ids = rspo.core.envs.make("household", split="train").task_ids[:n_tasks]
     return expert_demonstrations("household", "train", ids)
 
 

@@ -3,7 +3,7 @@
     python data/household/build_tasks.py           # rewrite tasks.jsonl (byte-identical every time)
     python data/household/build_tasks.py --check   # exit 1 if the committed file differs
 
-The generation logic lives in :mod:`rspo.envs.household.tasks` (the environment rebuilds every
+The generation logic lives in :mod:`rspo.core.envs.household.tasks` (the environment rebuilds every
 task's world from its line); this script only writes or checks the file.
 """
 
@@ -24,7 +24,7 @@ except ImportError:  # run from a checkout without installing the package
 
 def build() -> tuple[str, dict[str, int]]:
     """The file's text and the rejection counts of the generation."""
-    from rspo.envs.household.tasks import build_tasks, dumps
+    from rspo.core.envs.household.tasks import build_tasks, dumps
 
     tasks, stats = build_tasks()
     return dumps(tasks), stats

@@ -27,8 +27,8 @@ sys.path.insert(0, str(HERE.parents[1]))
 from product_types import TYPES  # noqa: E402
 from taxonomy import ATTRIBUTES, BLURBS, BRANDS, CATEGORIES, OPTIONS, SIZE_POOLS  # noqa: E402
 
-from rspo.envs.shop.catalogue import Goal, Product  # noqa: E402
-from rspo.envs.shop.reward import (  # noqa: E402
+from rspo.core.envs.shop.catalogue import Goal, Product  # noqa: E402
+from rspo.core.envs.shop.reward import (  # noqa: E402
     EXACT_OPTIONS,
     attribute_matches,
     option_matches,

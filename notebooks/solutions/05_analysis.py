@@ -4,7 +4,7 @@ from the committed premise runs of the lab (results/lab/study1/premises)."""
 import statistics
 from pathlib import Path
 
-from rspo.claims import by_reward, curve, cut, final, interp, lab_runs, total_steps
+from rspo.study.claims import by_reward, curve, cut, final, interp, lab_runs, total_steps
 
 PREMISES = Path(__file__).resolve().parents[2] / "results" / "lab" / "study1" / "premises"
 
