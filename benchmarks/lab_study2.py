@@ -107,16 +107,9 @@ def summary(args) -> None:
 
 
 def study3_table(args) -> None:
-    """Study 3's table (docs/lab/protocol-3.md), from the runs under ``<root>/study3/``."""
-    head, lines = study3.table(args.root, args.boot)
-    left, total = study3.missing(args.root), len(study3.configs(args.root))
-    print(
-        f"study 3 at {study2.CHOSEN}, GRPO, seeds {study3.SEEDS[0]}-{study3.SEEDS[-1]} (protocol 3's rule); "
-        f"{total - len(left)} of {total} runs finished\n"
-    )
-    print(to_markdown(head, lines) if lines else "(no finished runs)")
-    if left:
-        print(f"\nnot finished ({len(left)}): the verdict is read when every run is")
+    """Study 3's finding (docs/lab/protocol-3.md): headline, table and what is reported beside it, from
+    the runs under ``<root>/study3/`` - docs/lab/findings.md's block (no verdict while a run is missing)."""
+    print(study3.finding_markdown(args.root, args.boot), end="")
 
 
 def archive(args) -> None:

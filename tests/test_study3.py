@@ -61,3 +61,56 @@ def test_the_table_reads_the_mean_success_over_the_budget(monkeypatch, tmp_path)
     assert o == pytest.approx(100 * study2.success_area(outcome[0], 1000), abs=1)
     assert r > max(o, d) and cells["(c') RSPO above both"] == "yes"
     assert cells["explorer captured"] == "1 of 6" and cells["without captured seeds"] == "yes"
+
+
+def _patched(monkeypatch, matched, extra=()):
+    outcome = [slow_outcome(s) for s in range(6)]
+    dense = [drifting_dense(s) for s in range(6)]
+    monkeypatch.setattr(study2, "setting_runs", lambda root, phase, setting: (outcome, dense))
+    monkeypatch.setattr(
+        study2,
+        "finished_runs",
+        lambda folder, **f: list(matched) if f["swap_budget"] == "matched" else list(extra),
+    )
+    monkeypatch.setattr(study3, "missing", lambda root: [])
+
+
+def _slow(seed):  # RSPO that stays at 0.2 until the end: below both baselines early and late
+    extra = {it: {"explorer/success": 0.5, "swap/trained_successes": 1} for it in range(1, 11)}
+    return _run("rspo", seed, [0.2] * 10, {6: 0.2, 10: 0.2}, m=0.1, extra_rows=extra)
+
+
+def test_the_headline_and_the_block_say_what_the_numbers_say(monkeypatch, tmp_path):
+    _patched(monkeypatch, [_slow(s) for s in range(6)])
+    (r,) = study3.results(tmp_path, boot=300)
+    assert r["vs_outcome"][2] < 0 and r["label"] == "no"
+    line = study3.headline(tmp_path, boot=300)
+    o, d, m = (round(100 * v) for v in r["means"])
+    assert "is **no**" in line and f"RSPO {m}%, outcome {o}%, dense {d}%" in line
+    block = study3.finding_markdown(tmp_path, boot=300)
+    assert block.startswith(line + "\n") and "| matched (the headline) |" in block
+    head, rows = study3.beside_table(tmp_path, boot=300)
+    (row,) = rows
+    assert study3.lags(head, row) in block and study3.COMMAND in block
+    # every point where RSPO's cell is below outcome's is named, and no other
+    named = study3.lags(head, row).split(";")[0].removeprefix("below outcome's mean at ").split(", ")
+    for name, cell in zip(study2.SPEED_NAMES, row[1:5], strict=True):
+        o_, _, r_ = (float(v) for v in cell.split(" / "))
+        assert (name in named) == (r_ < o_)
+
+
+def test_lags_names_the_points_below_each_baseline():
+    head = ["RSPO form", "at T/4", "at T/2", "at 3T/4", "at T"]
+    row = ["matched", "10 / 50 / 5", "60 / 40 / 70", "80 / 90 / 85", "100 / 70 / 100"]
+    assert study3.lags(head, row) == "below outcome's mean at T/4; below dense's mean at T/4, 3T/4"
+    row = ["matched", "1 / 1 / 5", "1 / 1 / 5", "1 / 1 / 5", "1 / 1 / 5"]
+    assert (
+        study3.lags(head, row) == "below outcome's mean at none of them; below dense's mean at none of them"
+    )
+
+
+def test_no_verdict_is_stated_while_a_run_is_missing(tmp_path):
+    line = study3.headline(tmp_path)
+    assert line.startswith("Study 3 (protocol 3, seeds 40-49): 0 of 40 runs finished")
+    assert not any(word in line for word in ("yes", " no ", "within noise"))
+    assert study3.finding_markdown(tmp_path) == line + "\n"

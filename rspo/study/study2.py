@@ -501,27 +501,41 @@ def success_area(run, budget: float, points: int = 200) -> float:
     return statistics.fmean(interp(xs, ys, budget * (k + 0.5) / points) for k in range(points))
 
 
-def speed_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
-    """Per base algorithm and RSPO form: greedy test success at fractions of the baselines' budget T
-    (outcome's mean final environment steps) and its mean over [0, T] for outcome, dense and RSPO, with
-    RSPO's differences in that mean (95% bootstrap intervals over seeds, no verdict). Returns (head, lines)."""
+SPEED_HEAD = [f"at {name}: o / d / RSPO (%)" for name in SPEED_NAMES] + [
+    "mean over [0, T]: o / d / RSPO (%)",
+    "RSPO - outcome (pts)",
+    "RSPO - dense (pts)",
+]
+
+
+def speed_cells(outcome: list, dense: list, runs: list, boot: int = 2000) -> list[str]:
+    """:data:`SPEED_HEAD`'s cells for one RSPO form: greedy test success at fractions of the baselines'
+    budget T (outcome's mean final environment steps) and its mean over [0, T] for outcome, dense and
+    RSPO, with RSPO's differences in that mean (95% bootstrap intervals over seeds)."""
     from rspo.study.claims import _mean_diff, bootstrap, fmt, total_steps
 
-    head = ["algo", "RSPO form", "seeds o/d/r", "T (steps)"]
-    head += [f"at {name}: o / d / RSPO (%)" for name in SPEED_NAMES]
-    head += ["mean over [0, T]: o / d / RSPO (%)", "RSPO - outcome (pts)", "RSPO - dense (pts)"]
+    t = total_steps(outcome)
+    groups = (outcome, dense, runs)
+    row = []
+    for frac in SPEED_POINTS:
+        means = [100 * statistics.fmean(success_at_steps(r, frac * t) for r in g) for g in groups]
+        row.append(" / ".join(f"{m:.0f}" for m in means))
+    areas = [[success_area(r, t) for r in g] for g in groups]
+    row.append(" / ".join(f"{100 * statistics.fmean(a):.0f}" for a in areas))
+    return row + [fmt(bootstrap(_mean_diff, [areas[2], other], boot), 0, 100) for other in areas[:2]]
+
+
+def speed_table(root, setting: Setting, candidate: int = 0, boot: int = 2000):
+    """Per base algorithm and RSPO form: :func:`speed_cells` (no verdict). Returns (head, lines)."""
+    from rspo.study.claims import total_steps
+
+    head = ["algo", "RSPO form", "seeds o/d/r", "T (steps)"] + SPEED_HEAD
     lines = []
     for algo, budget, outcome, dense, runs in claim_groups(root, setting, candidate):
-        t = total_steps(outcome)
-        groups = (outcome, dense, runs)
-        row = [algo, budget, "/".join(str(len(g)) for g in groups), f"{t:,.0f}"]
-        for frac in SPEED_POINTS:
-            means = [100 * statistics.fmean(success_at_steps(r, frac * t) for r in g) for g in groups]
-            row.append(" / ".join(f"{m:.0f}" for m in means))
-        areas = [[success_area(r, t) for r in g] for g in groups]
-        row.append(" / ".join(f"{100 * statistics.fmean(a):.0f}" for a in areas))
-        row += [fmt(bootstrap(_mean_diff, [areas[2], other], boot), 0, 100) for other in areas[:2]]
-        lines.append(row)
+        seeds = "/".join(str(len(g)) for g in (outcome, dense, runs))
+        lines.append(
+            [algo, budget, seeds, f"{total_steps(outcome):,.0f}"] + speed_cells(outcome, dense, runs, boot)
+        )
     return head, lines
 
 

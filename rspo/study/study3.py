@@ -56,61 +56,177 @@ def c_prime(low_outcome: float, high_outcome: float, low_dense: float, high_dens
     return "within noise"
 
 
-def table(root, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
-    """Protocol 3's table: per RSPO form with finished runs, the mean greedy test success over [0, T]
-    of each method, RSPO's two differences (95% bootstrap intervals), (c')'s label, (c') without the
-    seeds whose explorer was captured, and the capture count."""
-    from rspo.study.claims import _mean_diff, bootstrap, explorer_summary, fmt, total_steps
-
+def forms(root):
+    """(RSPO form, outcome runs, dense runs, that form's RSPO runs) for every form with finished runs
+    under ``<root>/study3`` (nothing until both baselines have finished runs)."""
     s = setting()
     outcome, dense = study2.setting_runs(root, PHASE, s)
-    head = [
-        "RSPO form",
-        "seeds o/d/r",
-        "T (steps)",
-        "mean success over [0, T]: o / d / RSPO (%)",
-        "RSPO - outcome (pts)",
-        "RSPO - dense (pts)",
-        "(c') RSPO above both",
-        "without captured seeds",
-        "explorer captured",
-    ]
-    lines: list[list[str]] = []
     if not outcome or not dense:
-        return head, lines
-    t = total_steps(outcome)
-    o_areas = [study2.success_area(r, t) for r in outcome]
-    d_areas = [study2.success_area(r, t) for r in dense]
+        return
     for budget, its in study2.RSPO_ITERATIONS.items():
         runs = study2.finished_runs(
             Path(root) / PHASE / s.name, algo="grpo", reward="rspo", swap_budget=budget, iterations=its
         )
-        if not runs:
-            continue
+        if runs:
+            yield budget, outcome, dense, runs
 
-        def verdict(members):
-            areas = [study2.success_area(r, t) for r in members]
-            vs_o = bootstrap(_mean_diff, [areas, o_areas], boot)
-            vs_d = bootstrap(_mean_diff, [areas, d_areas], boot)
-            return areas, vs_o, vs_d, c_prime(vs_o[1], vs_o[2], vs_d[1], vs_d[2])
 
-        areas, vs_o, vs_d, label = verdict(runs)
+def _verdict(members: list, t: float, o_areas: list, d_areas: list, boot: int):
+    """(areas, RSPO - outcome, RSPO - dense, (c')'s label) of ``members`` against the baselines' areas."""
+    from rspo.study.claims import _mean_diff, bootstrap
+
+    areas = [study2.success_area(r, t) for r in members]
+    vs_o = bootstrap(_mean_diff, [areas, o_areas], boot)
+    vs_d = bootstrap(_mean_diff, [areas, d_areas], boot)
+    return areas, vs_o, vs_d, c_prime(vs_o[1], vs_o[2], vs_d[1], vs_d[2])
+
+
+def results(root, boot: int = 2000) -> list[dict]:
+    """Protocol 3's numbers per RSPO form: ``form``, ``seeds`` (o, d, r), ``T``, ``means`` (o, d, RSPO:
+    mean greedy test success over [0, T], fractions), ``vs_outcome`` and ``vs_dense`` (estimate, low,
+    high), ``label`` ((c')), ``without`` ((c') without captured seeds) and ``captured`` (their number)."""
+    from rspo.study.claims import explorer_summary, total_steps
+
+    out = []
+    for budget, outcome, dense, runs in forms(root):
+        t = total_steps(outcome)
+        o_areas = [study2.success_area(r, t) for r in outcome]
+        d_areas = [study2.success_area(r, t) for r in dense]
+
+        areas, vs_o, vs_d, label = _verdict(runs, t, o_areas, d_areas, boot)
         captured = [r for r in runs if explorer_summary(r)["captured"]]
         kept = [r for r in runs if r not in captured]
         without = (
-            "as all (none captured)" if not captured else ("none left" if not kept else verdict(kept)[3])
+            "as all (none captured)"
+            if not captured
+            else ("none left" if not kept else _verdict(kept, t, o_areas, d_areas, boot)[3])
         )
+        out.append(
+            {
+                "form": budget,
+                "seeds": (len(outcome), len(dense), len(runs)),
+                "T": t,
+                "means": tuple(statistics.fmean(a) for a in (o_areas, d_areas, areas)),
+                "vs_outcome": vs_o,
+                "vs_dense": vs_d,
+                "label": label,
+                "without": without,
+                "captured": len(captured),
+            }
+        )
+    return out
+
+
+TABLE_HEAD = [
+    "RSPO form",
+    "seeds o/d/r",
+    "T (steps)",
+    "mean success over [0, T]: o / d / RSPO (%)",
+    "RSPO - outcome (pts)",
+    "RSPO - dense (pts)",
+    "(c') RSPO above both",
+    "without captured seeds",
+    "explorer captured",
+]
+
+
+def table(root, boot: int = 2000, found: list[dict] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Protocol 3's table: per RSPO form with finished runs, the mean greedy test success over [0, T]
+    of each method, RSPO's two differences (95% bootstrap intervals), (c')'s label, (c') without the
+    seeds whose explorer was captured, and the capture count (:func:`results`, formatted)."""
+    from rspo.study.claims import fmt
+
+    lines = []
+    for r in results(root, boot) if found is None else found:
         lines.append(
             [
-                budget + (" (the headline)" if budget == PRIMARY else ""),
-                f"{len(outcome)}/{len(dense)}/{len(runs)}",
-                f"{t:,.0f}",
-                " / ".join(f"{100 * statistics.fmean(a):.0f}" for a in (o_areas, d_areas, areas)),
-                fmt(vs_o, 0, 100),
-                fmt(vs_d, 0, 100),
-                label,
-                without,
-                f"{len(captured)} of {len(runs)}",
+                r["form"] + (" (the headline)" if r["form"] == PRIMARY else ""),
+                "/".join(map(str, r["seeds"])),
+                f"{r['T']:,.0f}",
+                " / ".join(f"{100 * m:.0f}" for m in r["means"]),
+                fmt(r["vs_outcome"], 0, 100),
+                fmt(r["vs_dense"], 0, 100),
+                r["label"],
+                r["without"],
+                f"{r['captured']} of {r['seeds'][2]}",
             ]
         )
+    return TABLE_HEAD, lines
+
+
+def beside_table(root, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
+    """What protocol 3 reports beside the verdict, per RSPO form: greedy test success at T/4, T/2, 3T/4
+    and T (:func:`rspo.study.study2.speed_cells`), and protocol 2's (c) at equal steps and at equal
+    iterations on these seeds (:func:`rspo.study.claims.decide`). None of it is the headline."""
+    from rspo.study.claims import c_cell, decide
+
+    head = ["RSPO form"] + study2.SPEED_HEAD[:4] + ["(c) at equal steps", "(c) at equal iterations"]
+    lines = []
+    for budget, outcome, dense, runs in forms(root):
+        d = decide(outcome, dense, runs, boot, with_a=False)
+        speed = study2.speed_cells(outcome, dense, runs, boot)[:4]
+        lines.append([budget] + speed + [c_cell(d["steps"]), c_cell(d["iterations"])])
     return head, lines
+
+
+COMMAND = "python benchmarks/lab_study2.py study3 --root results/lab"
+
+
+def headline(root, boot: int = 2000, found: list[dict] | None = None) -> str:
+    """Study 3's headline, computed from its numbers: (c')'s label for the matched form with both
+    differences, or how many runs are finished while any is missing."""
+    from rspo.study.claims import fmt
+
+    left, total = len(missing(root)), len(configs(root))
+    if left:
+        return f"Study 3 (protocol 3, seeds {SEEDS[0]}-{SEEDS[-1]}): {total - left} of {total} runs finished; its verdict is read when all are."
+    found = results(root, boot) if found is None else found
+    (r,) = [r for r in found if r["form"] == PRIMARY]
+    o, d, m = (100 * v for v in r["means"])
+    return (
+        f"Study 3 (registered before its runs; GRPO at {study2.CHOSEN}, fresh seeds {SEEDS[0]}-{SEEDS[-1]}): "
+        f"(c') RSPO's budget-matched form above both baselines in mean greedy test success over the first "
+        f"T = {r['T']:,.0f} environment steps is **{r['label']}** - RSPO {m:.0f}%, outcome {o:.0f}%, dense "
+        f"{d:.0f}%; RSPO - outcome {fmt(r['vs_outcome'], 0, 100)}, RSPO - dense {fmt(r['vs_dense'], 0, 100)} "
+        "points (95% intervals)."
+    )
+
+
+def lags(head: list[str], row: list[str]) -> str:
+    """Where, of T/4, T/2, 3T/4 and T, RSPO's mean lies below each baseline's (a row of
+    :func:`beside_table`), in words."""
+    below = {"outcome": [], "dense": []}
+    for name, cell in zip(study2.SPEED_NAMES, row[1:5], strict=True):
+        o, d, r = (float(v) for v in cell.split(" / "))
+        below["outcome"] += [name] if r < o else []
+        below["dense"] += [name] if r < d else []
+    return "; ".join(f"below {k}'s mean at {', '.join(v) if v else 'none of them'}" for k, v in below.items())
+
+
+def finding_markdown(root, boot: int = 2000) -> str:
+    """Study 3's block in docs/lab/findings.md (between ``<!-- study3 -->`` markers; a test keeps the
+    copy equal to this): the headline, the table, what is reported beside it, and sentences computed
+    from those numbers."""
+    from rspo.study.analysis import to_markdown
+
+    found = results(root, boot)
+    out = [headline(root, boot, found), ""]
+    if missing(root):
+        return "\n".join(out)
+    out += [to_markdown(*table(root, boot, found)).rstrip("\n"), ""]
+    head, rows = beside_table(root, boot)
+    out += [
+        "Reported beside the verdict, none of it the headline: greedy test success at fractions of T, and "
+        "protocol 2's (c) on these seeds (points, 95% intervals):",
+        "",
+        to_markdown(head, rows).rstrip("\n"),
+        "",
+    ]
+    for r, row in zip(found, rows, strict=True):
+        out.append(
+            f"- {r['form']} form: (c') {r['label']}; explorer captured in {r['captured']} of {r['seeds'][2]} "
+            f"runs, (c') without them: {r['without']}; at T/4, T/2, 3T/4 and T RSPO's mean greedy success is "
+            f"{lags(head, row)}."
+        )
+    out += ["", f"Rebuilt from the archived logs by `{COMMAND}`; the curves, every seed, in notebook 05."]
+    return "\n".join(out) + "\n"
