@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,41 @@ def test_warm_starts_are_built_in_the_terminal_before_the_notebooks(tmp_path, mo
     assert len(built) == 1  # cached
     job.ensure_warm_starts("gpu", said.append)  # a named model: nothing to build
     assert len(built) == 1
+
+
+def _quick_random_success() -> bool:
+    from rspo.core.envs.detour import random_success
+    from rspo.core.profiles import QUICK_LAB
+
+    return f"{100 * random_success(20000, **QUICK_LAB['env_options']):.1f}" == "0.4"
+
+
+def _reach_rule() -> bool:
+    from rspo.study import study2
+
+    return study2.REACH == 0.25
+
+
+# every percentage in a notebook's prose, with what checks it (None: not a result, and why)
+PROSE_PERCENTAGES = {
+    ("00_quickstart", "0.4%"): _quick_random_success,  # the lab's random policy at the quick setting
+    ("03_sparse_vs_dense_baselines", "0.4%"): _quick_random_success,
+    ("00_quickstart", "0%"): None,  # "a learner that sits at 0%": what a figure can show, not a result
+    ("05_analysis", "25%"): _reach_rule,  # protocol 2's reach threshold
+    ("05_analysis", "95%"): None,  # the intervals' level
+}
+
+
+def test_every_percentage_in_the_notebooks_prose_is_checked():
+    found = set()
+    for path in NOTEBOOKS:
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                found |= {
+                    (path.stem, m) for m in re.findall(r"(?<![\w.])\d+(?:\.\d+)?%", "".join(cell["source"]))
+                }
+    unchecked = sorted(found - set(PROSE_PERCENTAGES))
+    assert not unchecked, f"percentages in notebook prose that nothing checks: {unchecked}"
+    for key in found:
+        check = PROSE_PERCENTAGES[key]
+        assert check is None or check(), f"{key[0]} says {key[1]}, which its check no longer finds"
