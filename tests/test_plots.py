@@ -286,3 +286,15 @@ def test_a_share_is_drawn_on_its_whole_scale_with_a_title_in_words():
     fig = plots.learning_curves([run], key="rollout/invalid_frac")
     assert tuple(fig.layout.yaxis.range) == (-0.03, 1.03)
     assert fig.layout.yaxis.title.text == "invalid actions (share of turns)"
+
+
+def test_every_seed_draws_each_runs_own_curve_in_its_groups_colour():
+    runs = [fake_run("outcome", 0), fake_run("outcome", 1, success=(0.0, 0.3, 0.6)), fake_run("dense", 0)]
+    fig = plots.learning_curves(runs, x="env_steps", every_seed=True)
+    thin = [t for t in fig.data if not t.showlegend and t.line.width == 1]
+    assert len(thin) == 3 and not any(t.fill == "toself" for t in fig.data)  # one per run, no band
+    seed1 = next(t for t in thin if t.name.endswith("seed 1"))
+    assert list(seed1.y) == [0.0, 30.0, 60.0]  # its own values, in %
+    mean = next(t for t in fig.data if t.mode == "lines+markers" and "outcome" in t.name)
+    assert seed1.line.color == mean.line.color
+    assert fig.layout.legend.title.text == "mean over seeds, thin lines each seed"

@@ -282,13 +282,19 @@ def _merge_identical(series: list[dict]) -> list[dict]:
 
 
 def learning_curves(
-    runs, key: str = "eval/success", x: str = "iteration", title: str | None = None, group=None
+    runs,
+    key: str = "eval/success",
+    x: str = "iteration",
+    title: str | None = None,
+    group=None,
+    every_seed: bool = False,
 ) -> go.Figure:
     """Mean ± 1 std over seeds of ``key`` for each (env, algo, reward) group of
     :class:`rspo.study.analysis.Run` s (or each ``group(run)``: a name), against ``x`` = ``"iteration"`` or
     ``"env_steps"``; a band where there are several seeds. Values of a ``*success`` key are shown in %.
     Each legend entry says over how many seeds its curve is; groups with identical curves share one
-    line and one entry."""
+    line and one entry. ``every_seed``: each run's own curve as a thin line in its group's colour
+    (no band then)."""
     groups: dict[str, list] = {}
     for run in runs:
         cfg = run.config
@@ -312,7 +318,20 @@ def learning_curves(
     for i, s in enumerate(_merge_identical(series)):
         color, label = PALETTE[i % len(PALETTE)], _series_label(s["members"])
         xs, mean, std = s["x"], s["mean"], s["std"]
-        if any(std):
+        for run in [r for name, _ in s["members"] for r in groups[name]] if every_seed else []:
+            curve = run.curve(key)
+            fig.add_scatter(
+                x=[steps if x == "env_steps" else it for it, steps, _ in curve],
+                y=[scale * v for _, _, v in curve],
+                mode="lines",
+                line=dict(color=color, width=1),
+                opacity=0.35,
+                hovertext=f"seed {run.config.seed}",
+                name=f"{label}: seed {run.config.seed}",
+                legendgroup=label,
+                showlegend=False,
+            )
+        if any(std) and not every_seed:
             fig.add_scatter(
                 x=xs + xs[::-1],
                 y=[m + d for m, d in zip(mean, std, strict=True)]
@@ -341,7 +360,13 @@ def learning_curves(
         xaxis_title="environment steps" if x == "env_steps" else "iteration",
         yaxis_title=METRIC_TITLES.get(key, f"{key} (%)" if key.endswith("success") else key),
         # a band is drawn only over several seeds: one seed's curve is its values, not a mean
-        legend_title_text="mean over seeds, band ± 1 std" if any(any(s["std"]) for s in series) else "",
+        legend_title_text=(
+            "mean over seeds, thin lines each seed"
+            if every_seed
+            else "mean over seeds, band ± 1 std"
+            if any(any(s["std"]) for s in series)
+            else ""
+        ),
         showlegend=True,  # also for a single line: its entry names the curves it stands for
     )
     if key.endswith("success"):
