@@ -114,3 +114,18 @@ def test_no_verdict_is_stated_while_a_run_is_missing(tmp_path):
     assert line.startswith("Study 3 (protocol 3, seeds 40-49): 0 of 40 runs finished")
     assert not any(word in line for word in ("yes", " no ", "within noise"))
     assert study3.finding_markdown(tmp_path) == line + "\n"
+
+
+def test_the_findings_study3_block_is_computed_from_the_archive():
+    """docs/lab/findings.md's study-3 block (between <!-- study3 --> markers) is what `lab_study2.py
+    study3 --root results/lab` prints from the archived runs: no hand-written number or verdict."""
+    import re
+    from pathlib import Path
+
+    findings = Path(__file__).resolve().parents[1] / "docs" / "lab" / "findings.md"
+    block = re.search(r"<!-- study3 -->\n(.*?)<!-- /study3 -->", findings.read_text(), re.S)
+    assert block, "docs/lab/findings.md has no <!-- study3 --> block"
+    assert block.group(1) == study3.finding_markdown(study3.ARCHIVE_ROOT), (
+        "docs/lab/findings.md's study-3 block differs from `python benchmarks/lab_study2.py study3 "
+        "--root results/lab`: paste its output again"
+    )
