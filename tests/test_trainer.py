@@ -115,6 +115,9 @@ def test_same_seed_same_metrics_and_resume_ends_where_the_uninterrupted_run_ends
     )
     p_res, _, rows_res = run(resumed)
     assert _strip_time(rows_res) == _strip_time(rows_full)
+    # the cut line is gone from the file (the resume rewrote it), not skipped by every later read
+    lines = (resumed.run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["iteration"] for line in lines] == [r["iteration"] for r in rows_full]
     for a, b in zip(p_full.trainable_parameters(), p_res.trainable_parameters(), strict=True):
         assert torch.equal(a, b)
 

@@ -366,6 +366,13 @@ MAX_CONFIG_BYTES = 1 << 20  # a run's config.json is a few kB
 def _metrics_iterations(path: Path) -> list[int] | None:
     """The iterations of the rows in ``metrics.jsonl`` (None: no file); a damaged line is skipped, as
     :meth:`rspo.core.metrics.MetricsLog.read` skips it; a folder, a device or non-UTF-8 text is an error."""
+    rows = _metrics_lines(path)
+    return None if rows is None else [it for it in rows if it is not None]
+
+
+def _metrics_lines(path: Path) -> list[int | None] | None:
+    """Per non-empty line of ``metrics.jsonl``, its row's iteration, or None for a damaged line (one a
+    kill cut: not JSON, or no integer iteration); None when there is no file."""
     if not path.exists() and not path.is_symlink():
         return None
     regular_file(path, "metrics file")
@@ -375,14 +382,13 @@ def _metrics_iterations(path: Path) -> list[int] | None:
         raise ValueError(
             f"{path} is not UTF-8 text (byte {e.start}): damaged; put the run's file back"
         ) from None
-    out = []
-    for line in text.splitlines():
+    out: list[int | None] = []
+    for line in filter(str.strip, text.splitlines()):
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):
-            continue
-        if isinstance(row, dict) and type(row.get("iteration")) is int:
-            out.append(row["iteration"])
+            row = None
+        out.append(row["iteration"] if isinstance(row, dict) and type(row.get("iteration")) is int else None)
     return out
 
 
@@ -628,7 +634,10 @@ def prepare_run_dir(trainer) -> None:
             remove_partial_files(folder)
         if state is not None:
             load_state(trainer, state, _state_path(run_dir))
-            if max(_metrics_iterations(trainer.log.path) or [0]) > trainer.iteration:
+            lines = _metrics_lines(trainer.log.path) or []
+            # rows past the checkpoint go, and so does a line a kill cut (it would stay in the file
+            # for good when it was the row after the checkpoint, which no other row follows)
+            if None in lines or max((it for it in lines if it is not None), default=0) > trainer.iteration:
                 trainer.log.truncate(trainer.iteration)
         else:  # killed before its first checkpoint (check_resume: no row past it): start again
             trainer.log.path.unlink(missing_ok=True)
