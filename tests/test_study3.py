@@ -118,7 +118,8 @@ def test_no_verdict_is_stated_while_a_run_is_missing(tmp_path):
 
 def test_the_findings_study3_block_is_computed_from_the_archive():
     """docs/lab/findings.md's study-3 block (between <!-- study3 --> markers) is what `lab_study2.py
-    study3 --root results/lab` prints from the archived runs: no hand-written number or verdict."""
+    study3 --root results/lab` prints from the archived runs, and the README quotes its headline: no
+    hand-written number or verdict."""
     import re
     from pathlib import Path
 
@@ -128,4 +129,8 @@ def test_the_findings_study3_block_is_computed_from_the_archive():
     assert block.group(1) == study3.finding_markdown(study3.ARCHIVE_ROOT), (
         "docs/lab/findings.md's study-3 block differs from `python benchmarks/lab_study2.py study3 "
         "--root results/lab`: paste its output again"
+    )
+    readme = findings.parents[2] / "README.md"
+    assert "\n" + study3.headline(study3.ARCHIVE_ROOT) + "\n" in readme.read_text(), (
+        "README: study 3's headline"
     )
