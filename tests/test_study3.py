@@ -66,7 +66,7 @@ def test_the_table_reads_the_mean_success_over_the_budget(monkeypatch, tmp_path)
 def _patched(monkeypatch, matched, extra=()):
     outcome = [slow_outcome(s) for s in range(6)]
     dense = [drifting_dense(s) for s in range(6)]
-    monkeypatch.setattr(study2, "setting_runs", lambda root, phase, setting: (outcome, dense))
+    monkeypatch.setattr(study2, "setting_runs", lambda root, phase, setting, algo="grpo": (outcome, dense))
     monkeypatch.setattr(
         study2,
         "finished_runs",

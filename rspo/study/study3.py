@@ -203,6 +203,29 @@ def lags(head: list[str], row: list[str]) -> str:
     return "; ".join(f"below {k}'s mean at {', '.join(v) if v else 'none of them'}" for k, v in below.items())
 
 
+def study2_reading(found: list[dict], boot: int = 2000) -> list[str]:
+    """The post-hoc reading of study 2 that protocol 3 tests (the same statistic, GRPO, matched form,
+    on study 2's archived seeds) beside this study's, as a bullet; nothing without study 2's archive."""
+    from rspo.study.claims import fmt
+
+    setting = study2.find_setting(study2.CHOSEN)
+    head, lines = (
+        study2.speed_table(study2.ARCHIVE, setting, boot=boot) if study2.ARCHIVE.is_dir() else ([], [])
+    )
+    rows = [dict(zip(head, line, strict=True)) for line in lines if line[:2] == ["grpo", PRIMARY]]
+    mine = [r for r in found if r["form"] == PRIMARY]
+    if not rows or not mine:
+        return []
+    then, now = rows[0], mine[0]
+    seeds = f"{study2.CONFIRM_SEEDS[0][0]}-{study2.CONFIRM_SEEDS[0][-1]}"
+    return [
+        f"- Study 2's post-hoc reading that protocol 3 tests (GRPO, {PRIMARY} form, seeds {seeds}, read after "
+        f"its verdicts): RSPO - outcome {then['RSPO - outcome (pts)']}, RSPO - dense {then['RSPO - dense (pts)']} "
+        f"points; on the fresh seeds {SEEDS[0]}-{SEEDS[-1]}: {fmt(now['vs_outcome'], 0, 100)} and "
+        f"{fmt(now['vs_dense'], 0, 100)}."
+    ]
+
+
 def finding_markdown(root, boot: int = 2000) -> str:
     """Study 3's block in docs/lab/findings.md (between ``<!-- study3 -->`` markers; a test keeps the
     copy equal to this): the headline, the table, what is reported beside it, and sentences computed
@@ -228,5 +251,6 @@ def finding_markdown(root, boot: int = 2000) -> str:
             f"runs, (c') without them: {r['without']}; at T/4, T/2, 3T/4 and T RSPO's mean greedy success is "
             f"{lags(head, row)}."
         )
+    out += study2_reading(found, boot)
     out += ["", f"Rebuilt from the archived logs by `{COMMAND}`; the curves, every seed, in notebook 05."]
     return "\n".join(out) + "\n"
