@@ -305,3 +305,24 @@ def test_protocol_2s_record_copies_the_claims_table_and_its_words_quote_it():
     assert len(quoted) == 3 and all(q in to_markdown(head, lines) for q in quoted)
     verdicts = [row[5].split(":")[0] for row in lines]
     assert (verdicts.count("no"), verdicts.count("within noise"), verdicts.count("yes")) == (1, 5, 0)
+
+
+def test_findings_hand_written_ceiling_sentence_holds_for_every_claims_row():
+    """docs/lab/findings.md says, in prose, that where study 2's runs end "the outcome learner sits at
+    100% on most seeds": every claims row's note must count more than half of its outcome seeds at 100%."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert (
+        "the outcome learner sits at 100% on\nmost seeds"
+        in (root / "docs" / "lab" / "findings.md").read_text()
+    )
+    claims = study2.rspo_claims(study2.ARCHIVE, boot=200)
+    counts = [
+        tuple(map(int, m.groups()))
+        for _, (_, _, notes) in claims.items()
+        for note in notes
+        if (m := re.search(r"outcome at 100% on (\d+) of (\d+) seeds", note))
+    ]
+    assert len(counts) == 6 and all(2 * full > n for full, n in counts), counts
