@@ -38,6 +38,12 @@ MODULES: dict[str, list[str]] = {
     ],
     "rewards": ["tests/test_update.py", "tests/test_swap.py", "tests/test_rewards.py"],
     "swap": ["tests/test_swap.py"],
+    "claims": [
+        "tests/test_claims.py",
+        "tests/test_study2.py",
+        "tests/test_study3.py",
+        "tests/test_report.py",
+    ],
     "update": [
         "tests/test_update.py",
         "tests/test_update_edges.py",
@@ -71,8 +77,9 @@ def mutmut_config(module: str, tests: list[str]) -> str:
         'source_paths = ["rspo"]\n'
         f'only_mutate = ["{source(module)}"]\n'
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-m", "not slow"]\n'  # the fast suite only
         "use_git_change_detection = false\n"
+        'also_copy = ["data", "results", "docs", "README.md"]\n'  # beside mutants/rspo, as in the checkout
     )
 
 
@@ -84,8 +91,9 @@ def prepare(module: str, workdir: Path) -> Path:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
-    for name in ("rspo", "tests", "data"):
+    for name in ("rspo", "tests", "data", "results", "docs"):  # results/, docs/: the archive tests read
         shutil.copytree(ROOT / name, work / name, ignore=ignore)
+    shutil.copy2(ROOT / "README.md", work / "README.md")
     (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + mutmut_config(module, tests))
     return work
 
