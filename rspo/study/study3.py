@@ -81,14 +81,14 @@ def _verdict(members: list, t: float, o_areas: list, d_areas: list, boot: int):
     return areas, vs_o, vs_d, c_prime(vs_o[1], vs_o[2], vs_d[1], vs_d[2])
 
 
-def results(root, boot: int = 2000) -> list[dict]:
+def results(root, boot: int = 2000, groups: list | None = None) -> list[dict]:
     """Protocol 3's numbers per RSPO form: ``form``, ``seeds`` (o, d, r), ``T``, ``means`` (o, d, RSPO:
     mean greedy test success over [0, T], fractions), ``vs_outcome`` and ``vs_dense`` (estimate, low,
     high), ``label`` ((c')), ``without`` ((c') without captured seeds) and ``captured`` (their number)."""
     from rspo.study.claims import explorer_summary, total_steps
 
     out = []
-    for budget, outcome, dense, runs in forms(root):
+    for budget, outcome, dense, runs in forms(root) if groups is None else groups:
         t = total_steps(outcome)
         o_areas = [study2.success_area(r, t) for r in outcome]
         d_areas = [study2.success_area(r, t) for r in dense]
@@ -154,7 +154,7 @@ def table(root, boot: int = 2000, found: list[dict] | None = None) -> tuple[list
     return TABLE_HEAD, lines
 
 
-def beside_table(root, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
+def beside_table(root, boot: int = 2000, groups: list | None = None) -> tuple[list[str], list[list[str]]]:
     """What protocol 3 reports beside the verdict, per RSPO form: greedy test success at T/4, T/2, 3T/4
     and T (:func:`rspo.study.study2.speed_cells`), and protocol 2's (c) at equal steps and at equal
     iterations on these seeds (:func:`rspo.study.claims.decide`). None of it is the headline."""
@@ -162,7 +162,7 @@ def beside_table(root, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
 
     head = ["RSPO form"] + study2.SPEED_HEAD[:4] + ["(c) at equal steps", "(c) at equal iterations"]
     lines = []
-    for budget, outcome, dense, runs in forms(root):
+    for budget, outcome, dense, runs in forms(root) if groups is None else groups:
         d = decide(outcome, dense, runs, boot, with_a=False)
         speed = study2.speed_cells(outcome, dense, runs, boot)[:4]
         lines.append([budget] + speed + [c_cell(d["steps"]), c_cell(d["iterations"])])
@@ -172,12 +172,12 @@ def beside_table(root, boot: int = 2000) -> tuple[list[str], list[list[str]]]:
 COMMAND = "python benchmarks/lab_study2.py study3 --root results/lab"
 
 
-def headline(root, boot: int = 2000, found: list[dict] | None = None) -> str:
+def headline(root, boot: int = 2000, found: list[dict] | None = None, left: list | None = None) -> str:
     """Study 3's headline, computed from its numbers: (c')'s label for the matched form with both
     differences, or how many runs are finished while any is missing."""
     from rspo.study.claims import fmt
 
-    left, total = len(missing(root)), len(configs(root))
+    left, total = len(missing(root) if left is None else left), len(configs(root))
     if left:
         return f"Study 3 (protocol 3, seeds {SEEDS[0]}-{SEEDS[-1]}): {total - left} of {total} runs finished; its verdict is read when all are."
     found = results(root, boot) if found is None else found
@@ -232,12 +232,13 @@ def finding_markdown(root, boot: int = 2000) -> str:
     from those numbers."""
     from rspo.study.analysis import to_markdown
 
-    found = results(root, boot)
-    out = [headline(root, boot, found), ""]
-    if missing(root):
+    groups, left = list(forms(root)), missing(root)  # once here, not again per section
+    found = results(root, boot, groups)
+    out = [headline(root, boot, found, left), ""]
+    if left:
         return "\n".join(out)
     out += [to_markdown(*table(root, boot, found)).rstrip("\n"), ""]
-    head, rows = beside_table(root, boot)
+    head, rows = beside_table(root, boot, groups)
     out += [
         "Reported beside the verdict, none of it the headline: greedy test success at fractions of T, and "
         "protocol 2's (c) on these seeds (points, 95% intervals):",
