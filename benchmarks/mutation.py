@@ -40,6 +40,7 @@ MODULES: dict[str, list[str]] = {
     "swap": ["tests/test_swap.py"],
     "claims": [
         "tests/test_claims.py",
+        "tests/test_claims_rules.py",
         "tests/test_study2.py",
         "tests/test_study3.py",
         "tests/test_report.py",
@@ -57,6 +58,21 @@ MODULES: dict[str, list[str]] = {
         "tests/test_reliability.py::test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint",
         "tests/test_reliability.py::test_a_nan_gradient_stops_before_the_optimizer_step",
         "tests/test_reliability.py::test_nan_parameters_after_a_step_stop_the_run_and_are_never_saved",
+    ],
+    # the trainer's loop and its step accounting, RSPO's explorer, checkpoint/resume (issue 33 item 6)
+    "trainer": [
+        "tests/test_trainer.py",
+        "tests/test_explorer.py",
+        "tests/test_glue.py",
+        "tests/test_metrics.py",
+        "tests/test_replay.py",
+    ],
+    "explorer": ["tests/test_explorer.py", "tests/test_trainer.py", "tests/test_glue.py"],
+    "checkpoint": [
+        "tests/test_checkpoint.py",
+        "tests/test_reliability.py",
+        "tests/test_reliability2.py",
+        "tests/test_trainer.py",
     ],
 }
 STATUS = re.compile(r"^\s*(\S+__mutmut_\d+):\s*(.+?)\s*$")
