@@ -451,3 +451,55 @@ def test_a_run_records_its_fingerprint_and_a_resume_under_another_adds_it(tmp_pa
     assert again["packages"] == data["packages"] and again["resumed"][0]["iteration"] == 2
     resumed = {k: v for k, v in again["resumed"][0].items() if k != "iteration"}
     assert fingerprint.differences(data, resumed) == [f"packages.torch: {data['packages']['torch']} -> 0.0.1"]
+
+
+def _winning_tasks(tasks):
+    """A reward mode wrapper: the first copy of each task in ``tasks`` succeeds at its last turn."""
+    from rspo.core.registry import REWARD_MODES, RewardMode
+
+    def wrap(real):
+        def mode(episodes, spec):
+            rewards = real(episodes, spec)
+            for ep, r in zip(episodes, rewards, strict=True):
+                if ep.copy == 0 and ep.task_id in tasks:
+                    r[-1] += spec.outcome_scale
+            return rewards
+
+        return mode
+
+    return REWARD_MODES.temporary(RewardMode("outcome", wrap(REWARD_MODES["outcome"].function)))
+
+
+@pytest.mark.parametrize("round1_wins", [True, False])
+def test_resample_replaces_groups_without_signal_and_counts_every_step(tmp_path, round1_wins):
+    """no_signal="resample": a group whose copies all fail is replaced by a fresh task's group that has a
+    win and a loss (numbered past the iteration's groups); every rollout drawn counts in env_steps, the
+    discarded ones too."""
+    cfg = small(tmp_path, no_signal="resample", resample_tries=2, reward="outcome")
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    round0, round1 = trainer.sample_tasks(0, 0), trainer.sample_tasks(0, 1)
+    # the premise of the arithmetic below: later rounds draw other tasks than round 0's winner
+    assert not set(round0) & set(round1) and round0[0] not in trainer.sample_tasks(0, 2)
+    drawn = []
+    rollout = trainer.rollout
+
+    def recorded(*args, **kwargs):
+        drawn.append(rollout(*args, **kwargs))
+        return drawn[-1]
+
+    trainer.rollout = recorded
+    # round 0: task 0 has a win and a loss, task 1 none; round 1: both have one (when round1_wins)
+    with _winning_tasks({round0[0], *(round1 if round1_wins else ())}):
+        episodes, batch, extra = trainer.collect_iteration(0)
+    rounds = 2 if round1_wins else 3  # without a win in round 1, round 2 is tried as well
+    assert len(drawn) == rounds and trainer.env_steps == sum(len(ep) for eps in drawn for ep in eps)
+    assert extra["rollout/no_signal_groups"] == 1
+    if round1_wins:  # one group was missing: round 1's first good group joins as group 0 + 1 x 2
+        assert sorted({ep.group for ep in episodes}) == [0, 2]
+        assert {ep.task_id for ep in episodes} == {round0[0], round1[0]}
+        assert extra["rollout/resampled_groups"] == 1 and batch.no_signal_groups == 0
+    else:  # no fresh group had signal: the iteration trains on its good group alone
+        assert sorted({ep.group for ep in episodes}) == [0] and extra["rollout/resampled_groups"] == 0
+    # the batch is built from the kept episodes: its groups are theirs, its turns all of theirs
+    assert sorted(set(batch.task_ids.tolist())) == sorted({ep.group for ep in episodes})
+    assert len(batch.turns) == sum(len(ep) for ep in episodes)
