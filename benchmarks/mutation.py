@@ -95,7 +95,7 @@ def mutmut_config(module: str, tests: list[str]) -> str:
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-m", "not slow"]\n'  # the fast suite only
         "use_git_change_detection = false\n"
-        'also_copy = ["data", "results", "docs", "README.md"]\n'  # beside mutants/rspo, as in the checkout
+        'also_copy = ["data", "results", "docs", "benchmarks", "README.md"]\n'  # beside mutants/rspo, as in the checkout
     )
 
 
@@ -107,7 +107,8 @@ def prepare(module: str, workdir: Path) -> Path:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
-    for name in ("rspo", "tests", "data", "results", "docs"):  # results/, docs/: the archive tests read
+    # results/, docs/, benchmarks/: the archive tests and the kill test read them
+    for name in ("rspo", "tests", "data", "results", "docs", "benchmarks"):
         shutil.copytree(ROOT / name, work / name, ignore=ignore)
     shutil.copy2(ROOT / "README.md", work / "README.md")
     (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + mutmut_config(module, tests))

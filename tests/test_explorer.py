@@ -59,3 +59,61 @@ def test_the_explorer_rolls_out_on_its_own_stream_and_counts_its_steps(tmp_path)
     assert metrics["explorer/success"] == sum(ep.won for ep in explored) / len(explored)
     state = trainer.explorer.state()
     assert set(state) == {"explorer_successes", "explorer", "explorer_optimizer", "buffer"}
+
+
+def test_the_explorer_draws_with_its_own_policy_and_keeps_every_success_it_found(tmp_path):
+    """The explorer's rollouts come from its policy, not the learner's (an expert here, beside an
+    untrained learner); its metrics are of those episodes; its distinct successes accumulate."""
+    from rspo.core.explorer import success_keys
+    from rspo.core.metrics import episode_metrics
+    from rspo.core.policies.scripted import EpsilonExpert
+
+    cfg = small(tmp_path, algo="grpo", reward="rspo", iterations=2, max_steps=30, lr=3e-4, weight_decay=0.1)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    explorer = trainer.explorer
+    group = explorer.optimizer.param_groups[0]
+    assert (group["lr"], group["weight_decay"]) == (3e-4, 0.1)
+    assert (explorer.buffer.capacity, explorer.buffer.max_age) == (cfg.buffer_groups, cfg.buffer_max_age)
+    explorer.policy = EpsilonExpert(0.5, seed=1)
+    first, m0 = explorer.explore(trainer, 0)
+    second, m1 = explorer.explore(trainer, 1)
+    assert m0["explorer/success"] > 0  # the untrained learner wins nothing here: these are the expert's
+    for eps, m in ((first, m0), (second, m1)):
+        seen = episode_metrics(eps)
+        assert m["explorer/success"] == pytest.approx(sum(ep.won for ep in eps) / len(eps))
+        assert m["explorer/score"] == pytest.approx(sum(ep.score for ep in eps) / len(eps))
+        assert m["explorer/process_return"] == seen["rollout/process_return"]
+        assert m["explorer/episode_len"] == seen["rollout/episode_len"]
+        assert all(ep.source == "explorer" for ep in eps)
+    assert m1["explorer/distinct_successes"] == len(success_keys(first) | success_keys(second))
+    assert m1["explorer/distinct_successes"] > m0["explorer/distinct_successes"] == len(success_keys(first))
+    assert trainer.env_steps == sum(len(ep) for ep in first + second)
+    assert 0 <= m0["time/explorer_rollout"] < 600
+
+
+def test_replay_reports_the_buffer_it_keeps(tmp_path):
+    """The offpolicy hand-over's buffer/* metrics: groups and episodes held, their ages (iterations since
+    they were added), the groups replayed; two iterations two apart, two groups each."""
+    from rspo.core.explorer import replay
+    from rspo.core.policies.scripted import EpsilonExpert
+
+    cfg = small(tmp_path, algo="grpo", reward="rspo", replay_groups=3, buffer_max_age=4)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    trainer.explorer.policy = EpsilonExpert(0.5, seed=1)
+    for it in (0, 2):
+        episodes, batch, _ = trainer.collect_iteration(it)
+        explored, _ = trainer.explorer.explore(trainer, it)
+        joined, m = replay(trainer, it, episodes, batch, explored)
+    assert m["buffer/groups"] == 4 and m["buffer/episodes"] == 8
+    assert m["buffer/age_mean"] == 1.0 and m["buffer/age_max"] == 2  # ages 2, 2, 0, 0
+    assert m["buffer/replayed_groups"] == 3
+    assert len(joined.turns) == len(batch.turns) + m["swap/turns"]
+    # the same run replays the same groups: the sample is seeded by the run's seed and the iteration
+    same = {k: getattr(cfg, k) for k in ("algo", "reward", "replay_groups", "buffer_max_age")}
+    again = Trainer(small(tmp_path, name="again", **same), policy=untrained_tiny_policy(0))
+    again.explorer.policy = EpsilonExpert(0.5, seed=1)
+    for it in (0, 2):
+        episodes, batch, _ = again.collect_iteration(it)
+        explored, _ = again.explorer.explore(again, it)
+        joined_again, _ = replay(again, it, episodes, batch, explored)
+    assert [(t.prompt, t.action) for t in joined_again.turns] == [(t.prompt, t.action) for t in joined.turns]

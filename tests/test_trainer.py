@@ -503,3 +503,107 @@ def test_resample_replaces_groups_without_signal_and_counts_every_step(tmp_path,
     # the batch is built from the kept episodes: its groups are theirs, its turns all of theirs
     assert sorted(set(batch.task_ids.tolist())) == sorted({ep.group for ep in episodes})
     assert len(batch.turns) == sum(len(ep) for ep in episodes)
+
+
+class _ExpertOn:
+    """A scripted policy: the expert's move on the tasks in ``tasks``, another admissible move elsewhere
+    (so it wins those tasks and, within a few steps, none of the others); it records ``greedy``."""
+
+    needs_envs = True
+
+    def __init__(self, tasks):
+        self.tasks, self.greedy = set(tasks), []
+
+    def act(self, prompts, candidates, *, greedy=False, temperature=1.0, generator=None, envs=None):
+        from rspo.core.policies.base import ActionSample
+
+        self.greedy.append(greedy)
+        out = []
+        for env, cands in zip(envs, candidates, strict=True):
+            expert = env.expert_action()
+            wrong = next((c for c in cands if c != expert), expert)
+            action = expert if env.task_id in self.tasks else wrong
+            choice = cands.index(action) if action in cands else None
+            out.append(ActionSample(action, True, [], [0.0], choice, None, action))
+        return out
+
+
+def test_evaluate_reports_each_split_and_their_mean_weighed_by_episodes(tmp_path):
+    """eval/<split>/{success,score,episode_len} over the split's first eval_tasks tasks (0: all of them),
+    eval/success and eval/score weighed by the splits' episodes (household: 140 and 134), the pool's
+    training tasks apart (eval/pool/*), greedy throughout. Expected values: the same policy's greedy
+    episodes collected here, task by task."""
+    from rspo.core import envs as envs_mod
+    from rspo.core.rollout import collect
+
+    cfg = small(tmp_path, eval_tasks=0, task_pool=3, max_steps=30)  # steps enough for the expert to win
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    splits = {s: envs_mod.make("household", split=s).task_ids for s in ("valid_seen", "valid_unseen")}
+    wins = {t for ids in splits.values() for t in ids[::3]} | {trainer.train_tasks[0]}
+    trainer.policy = policy = _ExpertOn(wins)
+    out = trainer.evaluate()
+    assert policy.greedy and all(g is True for g in policy.greedy)
+
+    def expected(split, tasks):
+        envs = [envs_mod.make("household", split=split, max_steps=cfg.max_steps) for _ in tasks]
+        eps = collect(_ExpertOn(wins), envs, tasks, 1, greedy=True, show_admissible=trainer.show_admissible)
+        n = len(eps)
+        return n, sum(e.won for e in eps) / n, 100 * sum(e.score for e in eps) / n, sum(map(len, eps)) / n
+
+    total = {"success": 0.0, "score": 0.0}
+    for split, tasks in splits.items():
+        n, success, score, length = expected(split, tasks)
+        assert 0 < success < 1 and length > 1  # the numbers below can tell the fields apart
+        assert out[f"eval/{split}/success"] == pytest.approx(success)
+        assert out[f"eval/{split}/score"] == pytest.approx(score)
+        assert out[f"eval/{split}/episode_len"] == pytest.approx(length)
+        total["success"] += success * n
+        total["score"] += score * n
+    assert out["eval/success"] == pytest.approx(total["success"] / 274)
+    assert out["eval/score"] == pytest.approx(total["score"] / 274)
+    n, success, score, length = expected("train", trainer.train_tasks)
+    assert n == 3 and out["eval/pool/success"] == pytest.approx(success) == pytest.approx(1 / 3)
+    assert out["eval/pool/episode_len"] == pytest.approx(length)
+    assert 0 <= out["time/eval"] < 600 and 0 <= out["time/cpu_eval"] < 600
+    assert sorted(trainer.eval_envs) == ["pool", "valid_seen", "valid_unseen"]
+    assert [len(trainer.eval_envs[s]) for s in ("valid_seen", "valid_unseen", "pool")] == [140, 134, 3]
+    # eval_tasks caps each split; the environments are built once and kept
+    capped = Trainer(
+        small(tmp_path, name="capped", eval_tasks=5, max_steps=30), policy=untrained_tiny_policy(0)
+    )
+    capped.policy = _ExpertOn(wins)
+    out = capped.evaluate()
+    assert out["eval/valid_seen/success"] == pytest.approx(2 / 5)  # tasks 0 and 3 of the first 5
+    assert [len(capped.eval_envs[s]) for s in ("valid_seen", "valid_unseen")] == [5, 5]
+
+
+def test_the_batch_pays_the_configured_reward_scale(tmp_path):
+    from rspo.core.policies.scripted import EpsilonExpert
+
+    trainer = Trainer(small(tmp_path, outcome_scale=3.0, max_steps=30), policy=untrained_tiny_policy(0))
+    trainer.policy = EpsilonExpert(0.0)
+    episodes = trainer.rollout(0)
+    assert all(ep.won for ep in episodes)
+    batch = trainer.batch(episodes, "outcome")
+    assert batch.episode_returns.max().item() == pytest.approx(3.0)
+
+
+def test_the_schedule_variant_trains_the_learner_on_dense_rewards_first(tmp_path):
+    cfg = small(tmp_path, reward="rspo", swap_variant="schedule", iterations=4, schedule_frac=0.5)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    seen = []
+    batch = trainer.batch
+    trainer.batch = lambda episodes, reward: seen.append(reward) or batch(episodes, reward)
+    for it in range(4):
+        trainer.collect_iteration(it)
+    assert seen == ["dense", "dense", "outcome", "outcome"]
+
+
+def test_the_successes_found_survive_a_checkpoint(tmp_path):
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    trainer.successes = {"t1 a", "t2 b"}
+    extra = trainer.checkpoint_extra()
+    assert extra["successes"] == ["t1 a", "t2 b"]
+    again = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    again.load_checkpoint_extra(extra)
+    assert again.successes == {"t1 a", "t2 b"}
