@@ -117,3 +117,20 @@ def test_replay_reports_the_buffer_it_keeps(tmp_path):
         explored, _ = again.explorer.explore(again, it)
         joined_again, _ = replay(again, it, episodes, batch, explored)
     assert [(t.prompt, t.action) for t in joined_again.turns] == [(t.prompt, t.action) for t in joined.turns]
+
+
+def test_swap_step_runs_the_explorers_three_steps_with_the_iteration(tmp_path):
+    trainer = Trainer(small(tmp_path, algo="grpo", reward="rspo"), policy=untrained_tiny_policy(0))
+    calls, explorer = [], trainer.explorer
+    explorer.explore = lambda tr, it: calls.append(("explore", it)) or (["x"], {"explorer/success": 0.5})
+    explorer.hand_over = lambda tr, it, eps, batch, explored: (
+        calls.append(("hand_over", it, explored))
+        or (
+            "joined",
+            {"swap/turns": 3},
+        )
+    )
+    explorer.train = lambda tr, it, explored: calls.append(("train", it, explored)) or {"explorer/kl": 0.1}
+    batch, out = trainer.swap_step(5, [], "batch")
+    assert batch == "joined" and out == {"explorer/success": 0.5, "swap/turns": 3, "explorer/kl": 0.1}
+    assert calls == [("explore", 5), ("hand_over", 5, ["x"]), ("train", 5, ["x"])]

@@ -528,31 +528,51 @@ class _ExpertOn:
         return out
 
 
-def test_evaluate_reports_each_split_and_their_mean_weighed_by_episodes(tmp_path):
+def test_evaluate_reports_each_split_and_their_mean_weighed_by_episodes(tmp_path, monkeypatch):
     """eval/<split>/{success,score,episode_len} over the split's first eval_tasks tasks (0: all of them),
     eval/success and eval/score weighed by the splits' episodes (household: 140 and 134), the pool's
-    training tasks apart (eval/pool/*), greedy throughout. Expected values: the same policy's greedy
-    episodes collected here, task by task."""
-    from rspo.core import envs as envs_mod
-    from rspo.core.rollout import collect
+    training tasks apart (eval/pool/*), greedy, with the run's history and admissible-action setting.
+    The expected values are worked out here from the very episodes the evaluation collected (a lost
+    episode is given a partial score, as the shop's are, so success and score differ)."""
+    import time
 
-    cfg = small(tmp_path, eval_tasks=0, task_pool=3, max_steps=30)  # steps enough for the expert to win
+    import rspo.core.trainer as trainer_mod
+
+    calls = []
+
+    def recorded(policy, envs, task_ids, group_size, **kw):
+        eps = collect(policy, envs, task_ids, group_size, **kw)
+        for ep in eps:
+            ep.score = 1.0 if ep.won else 0.25
+        calls.append((envs[0].split, list(task_ids), kw, eps))
+        return eps
+
+    collect = trainer_mod.collect
+    monkeypatch.setattr(trainer_mod, "collect", recorded)
+    cfg = small(tmp_path, eval_tasks=0, task_pool=3, max_steps=30, history=1)  # steps enough to win
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
-    splits = {s: envs_mod.make("household", split=s).task_ids for s in ("valid_seen", "valid_unseen")}
+    splits = {
+        s: list(trainer_mod.make_envs("household", s, 1)[0].task_ids) for s in ("valid_seen", "valid_unseen")
+    }
     wins = {t for ids in splits.values() for t in ids[::3]} | {trainer.train_tasks[0]}
-    trainer.policy = policy = _ExpertOn(wins)
+    trainer.policy = _ExpertOn(wins)
+    c0 = time.process_time()
     out = trainer.evaluate()
-    assert policy.greedy and all(g is True for g in policy.greedy)
-
-    def expected(split, tasks):
-        envs = [envs_mod.make("household", split=split, max_steps=cfg.max_steps) for _ in tasks]
-        eps = collect(_ExpertOn(wins), envs, tasks, 1, greedy=True, show_admissible=trainer.show_admissible)
-        n = len(eps)
-        return n, sum(e.won for e in eps) / n, 100 * sum(e.score for e in eps) / n, sum(map(len, eps)) / n
-
+    cpu = time.process_time() - c0
+    assert [c[0] for c in calls] == ["valid_seen", "valid_unseen", "train"]
+    assert [c[1] for c in calls] == [splits["valid_seen"], splits["valid_unseen"], trainer.train_tasks]
+    for _, _, kw, _ in calls:
+        assert (
+            kw["greedy"] is True and kw["history"] == 1 and kw["show_admissible"] == trainer.show_admissible
+        )
     total = {"success": 0.0, "score": 0.0}
-    for split, tasks in splits.items():
-        n, success, score, length = expected(split, tasks)
+    for split, _, _, eps in calls[:2]:
+        n = len(eps)
+        success, score, length = (
+            sum(e.won for e in eps) / n,
+            100 * sum(e.score for e in eps) / n,
+            sum(map(len, eps)) / n,
+        )
         assert 0 < success < 1 and length > 1  # the numbers below can tell the fields apart
         assert out[f"eval/{split}/success"] == pytest.approx(success)
         assert out[f"eval/{split}/score"] == pytest.approx(score)
@@ -561,20 +581,22 @@ def test_evaluate_reports_each_split_and_their_mean_weighed_by_episodes(tmp_path
         total["score"] += score * n
     assert out["eval/success"] == pytest.approx(total["success"] / 274)
     assert out["eval/score"] == pytest.approx(total["score"] / 274)
-    n, success, score, length = expected("train", trainer.train_tasks)
-    assert n == 3 and out["eval/pool/success"] == pytest.approx(success) == pytest.approx(1 / 3)
-    assert out["eval/pool/episode_len"] == pytest.approx(length)
-    assert 0 <= out["time/eval"] < 600 and 0 <= out["time/cpu_eval"] < 600
+    pool = calls[2][3]
+    assert len(pool) == 3 and out["eval/pool/success"] == pytest.approx(1 / 3)
+    assert out["eval/pool/score"] == pytest.approx(100 * (1 + 0.25 + 0.25) / 3)
+    assert out["eval/pool/episode_len"] == pytest.approx(sum(map(len, pool)) / 3)
+    assert 0 <= out["time/eval"] < 600 and 0 <= out["time/cpu_eval"] <= cpu
     assert sorted(trainer.eval_envs) == ["pool", "valid_seen", "valid_unseen"]
     assert [len(trainer.eval_envs[s]) for s in ("valid_seen", "valid_unseen", "pool")] == [140, 134, 3]
-    # eval_tasks caps each split; the environments are built once and kept
-    capped = Trainer(
-        small(tmp_path, name="capped", eval_tasks=5, max_steps=30), policy=untrained_tiny_policy(0)
-    )
-    capped.policy = _ExpertOn(wins)
-    out = capped.evaluate()
-    assert out["eval/valid_seen/success"] == pytest.approx(2 / 5)  # tasks 0 and 3 of the first 5
-    assert [len(capped.eval_envs[s]) for s in ("valid_seen", "valid_unseen")] == [5, 5]
+    # eval_tasks caps each split (the first tasks); the environments are built once and kept
+    for cap, success in ((5, 2 / 5), (1, 1.0)):
+        capped = Trainer(
+            small(tmp_path, name=f"cap{cap}", eval_tasks=cap, max_steps=30), policy=untrained_tiny_policy(0)
+        )
+        capped.policy = _ExpertOn(wins)
+        out = capped.evaluate()
+        assert out["eval/valid_seen/success"] == pytest.approx(success)  # tasks 0 and 3 of the first 5
+        assert [len(capped.eval_envs[s]) for s in ("valid_seen", "valid_unseen")] == [cap, cap]
 
 
 def test_the_batch_pays_the_configured_reward_scale(tmp_path):
@@ -600,10 +622,14 @@ def test_the_schedule_variant_trains_the_learner_on_dense_rewards_first(tmp_path
 
 
 def test_the_successes_found_survive_a_checkpoint(tmp_path):
-    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
-    trainer.successes = {"t1 a", "t2 b"}
+    cfg = small(tmp_path, reward="rspo")
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    trainer.successes, trainer.explorer.successes = {"t1 a", "t2 b"}, {"t3 c"}
     extra = trainer.checkpoint_extra()
-    assert extra["successes"] == ["t1 a", "t2 b"]
-    again = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    assert extra["successes"] == ["t1 a", "t2 b"] and extra["explorer_successes"] == ["t3 c"]
+    again = Trainer(cfg, policy=untrained_tiny_policy(0))
     again.load_checkpoint_extra(extra)
-    assert again.successes == {"t1 a", "t2 b"}
+    assert again.successes == {"t1 a", "t2 b"} and again.explorer.successes == {"t3 c"}
+    plain = Trainer(small(tmp_path, name="plain"), policy=untrained_tiny_policy(0))
+    plain.load_checkpoint_extra({})  # a checkpoint without the key: none found
+    assert plain.successes == set()
