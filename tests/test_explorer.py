@@ -100,10 +100,25 @@ def test_replay_reports_the_buffer_it_keeps(tmp_path):
     cfg = small(tmp_path, algo="grpo", reward="rspo", replay_groups=3, buffer_max_age=4)
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
     trainer.explorer.policy = EpsilonExpert(0.5, seed=1)
+    import random
+
+    from rspo.core.streams import STREAM_REPLAY, derive
+
+    sample, states = trainer.explorer.buffer.sample, []
+
+    def recorded(n, rng, eligible=None):
+        states.append(rng.getstate())
+        return sample(n, rng, eligible)
+
+    trainer.explorer.buffer.sample = recorded
     for it in (0, 2):
         episodes, batch, _ = trainer.collect_iteration(it)
         explored, _ = trainer.explorer.explore(trainer, it)
         joined, m = replay(trainer, it, episodes, batch, explored)
+        if it == 0:  # one iteration's two groups, both new
+            assert m["buffer/age_mean"] == 0.0 and m["buffer/age_max"] == 0
+    # the sample's own stream: the run's seed, the replay stream, the iteration (rspo.core.streams)
+    assert states == [random.Random(derive(cfg.seed, STREAM_REPLAY, it)).getstate() for it in (0, 2)]
     assert m["buffer/groups"] == 4 and m["buffer/episodes"] == 8
     assert m["buffer/age_mean"] == 1.0 and m["buffer/age_max"] == 2  # ages 2, 2, 0, 0
     assert m["buffer/replayed_groups"] == 3
@@ -134,3 +149,14 @@ def test_swap_step_runs_the_explorers_three_steps_with_the_iteration(tmp_path):
     batch, out = trainer.swap_step(5, [], "batch")
     assert batch == "joined" and out == {"explorer/success": 0.5, "swap/turns": 3, "explorer/kl": 0.1}
     assert calls == [("explore", 5), ("hand_over", 5, ["x"]), ("train", 5, ["x"])]
+
+
+def test_the_explorers_update_reports_its_numbers(tmp_path):
+    trainer = Trainer(
+        small(tmp_path, algo="grpo", reward="rspo", kl_coef=0.0), policy=untrained_tiny_policy(0)
+    )
+    explored, _ = trainer.explorer.explore(trainer, 0)
+    m = trainer.explorer.train(trainer, 0, explored)
+    assert set(m) == {"explorer/return", "explorer/loss_policy", "explorer/kl", "time/explorer_update"}
+    assert m["explorer/kl"] == 0.0 and 0 <= m["time/explorer_update"] < 600
+    assert m["explorer/return"] == trainer.batch(explored, "dense").metrics()["reward/return"]
