@@ -106,3 +106,74 @@ def test_saving_refuses_objects_a_weights_only_load_could_not_read():
     check_plain(optimizer.state_dict())
     with pytest.raises(TypeError, match=r"state\['extra'\]\[0\] is a Episode"):
         check_plain({"extra": [Episode("household", "t", 0, 0)]})
+
+
+def _state(trainer, **kw):
+    from rspo.core.checkpoint import trainable_state
+
+    state = {
+        "format": 2,
+        "iteration": 2,
+        "env_steps": 40,
+        "policy": trainable_state(trainer.policy),
+        "optimizer": trainer.optimizer.state_dict(),
+        "extra": {"successes": ["t a"], "explorer_successes": []},
+    }
+    state.update(kw)
+    return state
+
+
+def test_load_state_restores_the_iteration_the_steps_and_the_successes(tmp_path):
+    """What a resume continues from (rspo.core.checkpoint.load_state): the iteration, the environment
+    steps counted so far (each process its own, when the checkpoint holds one count per process), and
+    the successes found."""
+    from types import SimpleNamespace
+
+    from rspo.core.checkpoint import load_state
+
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    load_state(trainer, _state(trainer), tmp_path / "state.pt")
+    assert (trainer.iteration, trainer.env_steps, trainer.successes) == (2, 40, {"t a"})
+    by_rank = _state(trainer, extra={"env_steps_by_rank": [40, 37]})
+    trainer.dist = SimpleNamespace(world=2, rank=1)
+    load_state(trainer, by_rank, tmp_path / "state.pt")
+    assert trainer.env_steps == 37 and trainer.successes == set()
+    trainer.dist = SimpleNamespace(world=3, rank=1)  # another number of processes: the total stands
+    load_state(trainer, by_rank, tmp_path / "state.pt")
+    assert trainer.env_steps == 40
+    bare = _state(trainer)
+    del bare["extra"]  # a checkpoint without extra (not required): no successes, the saved steps
+    load_state(trainer, bare, tmp_path / "state.pt")
+    assert trainer.env_steps == 40 and trainer.successes == set()
+    bad = _state(trainer, policy={k: torch.zeros(1) for k in _state(trainer)["policy"]})
+    with pytest.raises(ValueError, match="state.pt"):  # a mismatch names the file
+        load_state(trainer, bad, tmp_path / "state.pt")
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({}, None),
+        ({"iteration": 3}, None),  # at the run's last iteration: nothing left to train, still loadable
+        ({"iteration": 4}, "past iterations=3"),
+        ({"env_steps": 0}, None),
+        ({"env_steps": -1}, "env_steps -1 is not a count"),
+        ({"env_steps": "12"}, "env_steps '12' is not a count"),
+        ({"iteration": 0}, "iteration 0 is not a whole number"),
+    ],
+)
+def test_check_state_at_its_edges(tmp_path, change, error):
+    from rspo.core.checkpoint import check_state
+
+    trainer = Trainer(small(tmp_path, iterations=3), policy=untrained_tiny_policy(0))
+    state = _state(trainer, **change)
+    if error is None:
+        check_state(state, tmp_path / "state.pt", trainer.cfg)
+        return
+    with pytest.raises(ValueError, match=error) as e:
+        check_state(state, tmp_path / "state.pt", trainer.cfg)
+    assert str(e.value).startswith(str(tmp_path / "state.pt"))
+    if "past" not in error:
+        assert str(e.value).endswith(
+            "start the run again without --resume (in another folder, or after deleting this one)"
+        )
