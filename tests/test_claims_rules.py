@@ -218,7 +218,11 @@ def test_the_claims_table_line_at_m0_word_for_word(monkeypatch):
     monkeypatch.setattr(
         claims, "bootstrap", lambda stat, groups, boot=2000: boots.append(boot) or real(stat, groups, boot)
     )
-    head, lines = claims.claims_table(_cell(), boot=400)
+    runs = _cell()
+    for handed, run in zip((0, 1), runs[4:], strict=True):  # seed 0's explorer handed nothing over
+        for row in run.rows[1:]:
+            row.update({"explorer/success": 0.5, "swap/trained_successes": handed})
+    head, lines = claims.claims_table(runs, boot=400)
     assert head == [
         "env",
         "m",
@@ -230,8 +234,8 @@ def test_the_claims_table_line_at_m0_word_for_word(monkeypatch):
         "(c) at equal iterations",
         "explorer captured",
     ]
-    # the numbers of test_decide_works_out_every_claim_from_the_runs, in points; these runs log no
-    # explorer, so whether it was captured cannot be told
+    # the numbers of test_decide_works_out_every_claim_from_the_runs, in points; without the captured
+    # seed 0, RSPO is seed 1 alone (0.8 at its end)
     assert lines == [
         [
             "detour",
@@ -242,10 +246,15 @@ def test_the_claims_table_line_at_m0_word_for_word(monkeypatch):
             "yes: -50 [-50, -50]",
             "yes: vs outcome +15 [+5, +25], vs dense +65 [+55, +75]",
             "yes: vs outcome +40 [+30, +50], vs dense +65 [+55, +75]",
-            "not logged",
+            "1 of 2 (seed 0); (c) without them: yes: vs outcome +5 [+5, +5], vs dense +55 [+55, +55]",
         ]
     ]
-    assert boots == [400] * 7
+    assert boots == [400] * 13  # 7 for the line, 6 for (c) again without the captured seed
+    runs = _cell()
+    for run in runs[2:4]:  # dense at 0 by the end: (b) at equal steps -75 points
+        run.rows[-1]["eval/success"] = 0.0
+    _, lines = claims.claims_table(runs, boot=50)
+    assert lines[0][5] == "yes: -75 [-75, -75]" and lines[0][8] == "not logged"
 
 
 def test_the_claims_table_at_another_m_leaves_claim_a_to_m0_and_flags_short_baselines():
@@ -622,3 +631,17 @@ def test_run_story_word_for_word():
     ]
     idle = _story_run("rspo", _story_rows([0.0, 0.0, 0.5], explorer=[0.0, 0.0, 0.5], handed=[0, 0, 1]))
     assert len(claims.run_story({"rspo": idle})) == 2
+    early = _story_run("rspo", _story_rows([0.5, 0.5], explorer=[0.5, 0.5], handed=[1, 1]))
+    assert len(claims.run_story({"rspo": early})) == 2  # the learner won from its first iteration
+    # the direction is the last value against the first, whatever lies between
+    wave = _story_run("dense", _story_rows([0.5, 0.5, 0.5], process=[0.5, 0.9, 0.4]))
+    assert claims.run_story({"dense": wave})[0].endswith("fell from 0.50 to 0.40.")
+    wave = _story_run("dense", _story_rows([0.5, 0.5, 0.5, 0.5], process=[0.5, 0.2, 0.9, 0.6]))
+    assert claims.run_story({"dense": wave})[0].endswith("rose from 0.50 to 0.60.")
+    # an explorer that handed nothing over, word for word
+    captured = _story_run("rspo", _story_rows([0.0, 0.0, 0.0], explorer=[0.5] * 3, handed=[0, 0, 0]))
+    assert claims.run_story({"rspo": captured})[1] == (
+        "Its explorer, paid the dense reward, won 50% of its episodes on average (peak 50%) and offered 12 "
+        "winning episodes; the learner's updates trained on none of them (the explorer handed over "
+        "nothing): the learner learned from its own outcome rewards only, as GRPO does."
+    )
