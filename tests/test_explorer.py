@@ -122,6 +122,8 @@ def test_replay_reports_the_buffer_it_keeps(tmp_path):
     assert m["buffer/groups"] == 4 and m["buffer/episodes"] == 8
     assert m["buffer/age_mean"] == 1.0 and m["buffer/age_max"] == 2  # ages 2, 2, 0, 0
     assert m["buffer/replayed_groups"] == 3
+    # each replayed group its own (renumbered: groups of two iterations share numbers in the buffer)
+    assert len(set(joined.task_ids.tolist())) == len(set(batch.task_ids.tolist())) + 3
     assert len(joined.turns) == len(batch.turns) + m["swap/turns"]
     # the same run replays the same groups: the sample is seeded by the run's seed and the iteration
     same = {k: getattr(cfg, k) for k in ("algo", "reward", "replay_groups", "buffer_max_age")}
@@ -155,8 +157,58 @@ def test_the_explorers_update_reports_its_numbers(tmp_path):
     trainer = Trainer(
         small(tmp_path, algo="grpo", reward="rspo", kl_coef=0.0), policy=untrained_tiny_policy(0)
     )
+    import rspo.core.explorer as explorer_mod
+
     explored, _ = trainer.explorer.explore(trainer, 0)
-    m = trainer.explorer.train(trainer, 0, explored)
+    calls, update = [], explorer_mod.ppo_update
+
+    def recorded(policy, optimizer, params, batch, cfg, iteration, autocast, dist=None, **kw):
+        calls.append((policy, iteration, autocast, dist, kw))
+        return update(policy, optimizer, params, batch, cfg, iteration, autocast, dist, **kw)
+
+    explorer_mod.ppo_update = recorded
+    try:
+        m = trainer.explorer.train(trainer, 3, explored)
+    finally:
+        explorer_mod.ppo_update = update
+    # the explorer's own policy, the iteration (it seeds the minibatch order), the run's processes,
+    # its frozen reference cached, errors naming the explorer
+    assert calls == [
+        (
+            trainer.explorer.policy,
+            3,
+            trainer.autocast,
+            trainer.dist,
+            {"cache_reference": True, "name": "explorer"},
+        )
+    ]
     assert set(m) == {"explorer/return", "explorer/loss_policy", "explorer/kl", "time/explorer_update"}
     assert m["explorer/kl"] == 0.0 and 0 <= m["time/explorer_update"] < 600
     assert m["explorer/return"] == trainer.batch(explored, "dense").metrics()["reward/return"]
+
+
+def test_replay_judges_and_relabels_with_the_runs_reward_settings(tmp_path, monkeypatch):
+    """replay_select="signal" asks has_signal under the run's RewardSpec, and the replayed turns are
+    relabelled under it too (not under the defaults)."""
+    import rspo.core.explorer as explorer_mod
+
+    cfg = small(tmp_path, algo="grpo", reward="rspo", replay_select="signal", outcome_scale=2.0)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    seen = {}
+    sample = trainer.explorer.buffer.sample
+    trainer.explorer.buffer.sample = lambda n, rng, eligible=None: (
+        seen.update(eligible=eligible) or sample(n, rng, eligible)
+    )
+    swap = explorer_mod.swap_batch
+    monkeypatch.setattr(
+        explorer_mod,
+        "swap_batch",
+        lambda policy, eps, cfg, spec, autocast, *a: (
+            seen.update(spec=spec) or swap(policy, eps, cfg, spec, autocast, *a)
+        ),
+    )
+    episodes, batch, _ = trainer.collect_iteration(0)
+    explored, _ = trainer.explorer.explore(trainer, 0)
+    explorer_mod.replay(trainer, 0, episodes, batch, explored)
+    assert seen["eligible"].keywords == {"cfg": cfg, "spec": trainer.spec} and seen["spec"] is trainer.spec
+    assert trainer.spec.outcome_scale == 2.0
