@@ -630,6 +630,16 @@ def test_the_successes_found_survive_a_checkpoint(tmp_path):
     again = Trainer(cfg, policy=untrained_tiny_policy(0))
     again.load_checkpoint_extra(extra)
     assert again.successes == {"t1 a", "t2 b"} and again.explorer.successes == {"t3 c"}
+    assert again.explorer.buffer.state() == trainer.explorer.buffer.state()
+    again.load_checkpoint_extra({k: v for k, v in extra.items() if k != "explorer_successes"})
+    assert again.explorer.successes == set()
+    with pytest.raises(
+        ValueError, match="^this checkpoint has no explorer state: it was not saved by an RSPO run$"
+    ):
+        again.load_checkpoint_extra({"successes": []})
+    bad = {**extra, "explorer": {k: torch.zeros(1) for k in extra["explorer"]}}
+    with pytest.raises(ValueError, match=r"checkpoint \(explorer\)"):
+        again.load_checkpoint_extra(bad)
     plain = Trainer(small(tmp_path, name="plain"), policy=untrained_tiny_policy(0))
     plain.load_checkpoint_extra({})  # a checkpoint without the key: none found
     assert plain.successes == set()
