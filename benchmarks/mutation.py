@@ -10,6 +10,7 @@ every surviving mutant's diff.
     python benchmarks/mutation.py                       # every module below
     python benchmarks/mutation.py rewards losses        # some of them
     python benchmarks/mutation.py advantages --timeout 900 --children 1 --workdir /tmp/rspo-mutation
+    python benchmarks/mutation.py claims --recheck survivors.txt --tests tests/test_claims_rules.py
 
 A module's run is stopped after ``--timeout`` seconds (the counts are then of the mutants tested so far,
 and the line says so). Run it on an idle machine or with ``--children 1`` on a busy one.
@@ -187,6 +188,28 @@ def run_module(module: str, workdir: Path, timeout: float, children: int, only: 
     )
 
 
+def recheck(module: str, workdir: Path, names: list[str], tests: list[str]) -> dict[str, str]:
+    """Run ``tests`` (the fast ones) against each mutant in ``names`` of an earlier run's scratch copy, as
+    mutmut does (``MUTANT_UNDER_TEST`` picks the mutant): "killed" when a test fails. For the tests
+    written after a run, against the survivors it listed; copy them into ``<work>/mutants/tests`` first
+    (``--tests`` does)."""
+    work = workdir / module
+    mutants = work / "mutants"
+    for t in tests:
+        shutil.copy2(ROOT / t.split("::")[0], mutants / t.split("::")[0])
+    env = {**_env(work), "RSPO_DATA": str(work / "data")}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests]
+    clean = subprocess.run(cmd, cwd=mutants, env={**env, "MUTANT_UNDER_TEST": ""}, capture_output=True)
+    if clean.returncode:
+        raise SystemExit(f"the tests fail without a mutant in {mutants}: rerun the module first")
+    out = {}
+    for name in names:
+        rc = subprocess.run(cmd, cwd=mutants, env={**env, "MUTANT_UNDER_TEST": name}, capture_output=True)
+        out[name] = "killed" if rc.returncode else "survived"
+        print(f"  {out[name]}: {name}", flush=True)
+    return out
+
+
 def report(r: dict) -> None:
     tested, surv = r["tested"], len(r["survived"])
     rate = surv / tested if tested else float("nan")
@@ -223,7 +246,22 @@ def main(argv=None) -> int:
         default=[],
         help="test only the mutants matching this glob, e.g. 'rspo.core.update.x_join_batches*' (repeatable)",
     )
+    ap.add_argument(
+        "--recheck",
+        metavar="FILE",
+        help="mutant names, one a line (an earlier run's survivors): run --tests against each in that run's "
+        "scratch copy instead of a new run",
+    )
+    ap.add_argument("--tests", nargs="*", default=[], help="with --recheck: the test files or node ids")
     args = ap.parse_args(argv)
+    if args.recheck:
+        if len(args.modules) != 1 or not args.tests:
+            ap.error("--recheck takes one module and --tests")
+        names = [n.strip() for n in Path(args.recheck).read_text().splitlines() if n.strip()]
+        result = recheck(args.modules[0], Path(args.workdir), names, args.tests)
+        killed = sum(v == "killed" for v in result.values())
+        print(f"{len(names)} mutants: killed {killed}, survived {len(names) - killed}")
+        return 0
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         ap.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
