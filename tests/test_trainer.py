@@ -643,3 +643,52 @@ def test_the_successes_found_survive_a_checkpoint(tmp_path):
     plain = Trainer(small(tmp_path, name="plain"), policy=untrained_tiny_policy(0))
     plain.load_checkpoint_extra({})  # a checkpoint without the key: none found
     assert plain.successes == set()
+
+
+def test_the_loops_first_row_progress_bar_and_given_first_evaluation(tmp_path, monkeypatch):
+    """Row 0 is the first evaluation at 0 environment steps (the one given, when a benchmark evaluated
+    the shared policy once); the terminal's bar counts iterations from where the run stands, named by
+    the run, with the rollout's success and return after each."""
+    import huggingface_hub.utils.tqdm  # noqa: F401  (subclasses tqdm.auto's bar when first imported)
+    import tqdm.auto
+
+    bars = []
+
+    class Bar:
+        def __init__(self, **kw):
+            self.kw, self.updates, self.posts, self.closed = kw, 0, [], False
+            bars.append(self)
+
+        def update(self, n):
+            self.updates += n
+
+        def set_postfix(self, post):
+            self.posts.append(post)
+
+        def close(self):
+            self.closed = True
+
+    real = tqdm.auto.tqdm
+    # the trainer's bar only (a library that wraps an iterable in a bar keeps the real one)
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda *a, **kw: real(*a, **kw) if a else Bar(**kw))
+    given = {"eval/success": 0.125, "eval/score": 12.5}
+    cfg = small(tmp_path, iterations=2, eval_every=2, eval_tasks=1, progress=True)
+    rows = Trainer(cfg, policy=untrained_tiny_policy(0), initial_eval=given).run()
+    assert rows[0] == {"iteration": 0, "rollout/env_steps": 0, **given}
+    (bar,) = bars
+    assert bar.kw == {"total": 2, "initial": 0, "desc": cfg.name, "unit": "it"}
+    assert bar.updates == 2 and bar.closed
+    assert bar.posts[0] == {
+        "success": f"{rows[1]['rollout/success']:.2f}",
+        "return": f"{rows[1]['reward/return']:.2f}",
+    }
+    assert bar.posts[1]["eval"] == f"{rows[2]['eval/success']:.2f}"  # evaluated at iteration 2
+    resumed = small(tmp_path, iterations=3, eval_every=2, eval_tasks=1, progress=True, resume=True)
+    Trainer(resumed, policy=untrained_tiny_policy(0)).run()
+    assert bars[1].kw["initial"] == 2 and bars[1].updates == 1
+    quiet = small(tmp_path, name="quiet", iterations=1, progress=False)
+    Trainer(quiet, policy=untrained_tiny_policy(0)).run()
+    lines = Trainer(small(tmp_path, name="lines", iterations=1), policy=untrained_tiny_policy(0))
+    lines.progress_lines = True  # rspo train prints stage lines instead of a bar
+    lines.run()
+    assert len(bars) == 2
