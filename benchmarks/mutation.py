@@ -71,6 +71,7 @@ MODULES: dict[str, list[str]] = {
     "explorer": ["tests/test_explorer.py", "tests/test_trainer.py", "tests/test_glue.py"],
     "checkpoint": [
         "tests/test_checkpoint.py",
+        "tests/test_resume_rules.py",
         "tests/test_reliability.py",
         "tests/test_reliability2.py",
         "tests/test_trainer.py",
