@@ -1,0 +1,199 @@
+"""The trainer's small decisions, each on its own (no training; fast): the device and precision a config
+resolves to, whether prompts list the admissible actions, which tasks each process and each half of a
+matched budget rolls out, the random stream of a rollout, and what a process refuses at construction
+(issue 33 item 6: mutants of these that the fast suite let through)."""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import pytest
+import torch
+from test_trainer import small
+
+import rspo.core.trainer as trainer_mod
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.streams import STREAM_EXPLORER, STREAM_ROLLOUT, STREAM_TASKS, derive
+from rspo.core.trainer import Trainer, resolve_device, resolve_show_admissible
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+class FakeDist:
+    """A process ``rank`` of ``world`` as the trainer sees it, without collectives."""
+
+    def __init__(self, world: int, rank: int = 0):
+        self.world, self.rank, self.local_rank = world, rank, rank
+
+    active = property(lambda self: self.world > 1)
+    main = property(lambda self: self.rank == 0)
+
+    def device(self, cuda: bool) -> torch.device:
+        return torch.device(f"cuda:{self.local_rank}" if cuda else "cpu")
+
+    def share(self, items):
+        return items[self.rank :: self.world]
+
+    def gather(self, obj):
+        return [obj] * self.world
+
+    def barrier(self):
+        pass
+
+
+# --- resolve_device ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("device", "precision", "cuda", "expect"),
+    [
+        ("auto", "auto", False, ("cpu", None)),
+        ("auto", "auto", True, ("cuda", torch.bfloat16)),  # GPU: bf16 autocast by default
+        ("cpu", "auto", True, ("cpu", None)),  # asked for the CPU on a GPU machine
+        ("cuda", "auto", True, ("cuda", torch.bfloat16)),
+        ("cuda", "fp32", True, ("cuda", None)),
+        ("auto", "bf16", False, ("cpu", torch.bfloat16)),  # bf16 asked for on a CPU
+        ("cpu", "fp32", False, ("cpu", None)),
+    ],
+)
+def test_the_device_and_autocast_dtype_a_config_resolves_to(monkeypatch, device, precision, cuda, expect):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    cfg = SimpleNamespace(device=device, precision=precision)
+    got, dtype = resolve_device(cfg)
+    assert (got.type, dtype) == expect
+    assert got.index is None  # one process: the default GPU
+    got, _ = resolve_device(cfg, FakeDist(2, rank=1))  # under accelerate: this process's GPU
+    assert str(got) == ("cuda:1" if expect[0] == "cuda" else "cpu")
+
+
+def test_cuda_asked_for_without_a_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"^TrainConfig.device='cuda' but no CUDA device is available; use"):
+        resolve_device(SimpleNamespace(device="cuda", precision="auto"))
+
+
+def test_autocast_is_off_without_a_dtype_and_casts_with_one(tmp_path):
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    assert trainer.autocast_dtype is None and isinstance(trainer.autocast(), contextlib.nullcontext)
+    trainer.autocast_dtype = torch.bfloat16
+    with trainer.autocast():
+        out = torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3))
+    assert out.dtype == torch.bfloat16
+
+
+# --- resolve_show_admissible ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("show", "model", "env", "expect"),
+    [
+        ("yes", "", "household", True),
+        ("no", "", "shop", False),
+        ("no", "some/model", "shop", False),  # said outright: the model does not change it
+        ("auto", "some/model", "household", True),  # a named model: listed
+        ("auto", "", "household", False),  # the default policies: as they were warm-started
+        ("auto", "", "shop", True),
+    ],
+)
+def test_whether_prompts_list_the_admissible_actions(show, model, env, expect):
+    cfg = SimpleNamespace(show_admissible=show, model=model, env=env)
+    assert resolve_show_admissible(cfg) is expect
+
+
+# --- the tasks of an iteration ----------------------------------------------------------------------------
+def test_sample_tasks_draws_the_iterations_tasks_from_its_own_stream(tmp_path):
+    import random
+
+    trainer = Trainer(small(tmp_path, tasks_per_iter=4, seed=3), policy=untrained_tiny_policy(0))
+    for it, round_ in [(0, 0), (2, 0), (2, 1)]:
+        rng = random.Random(derive(3, STREAM_TASKS, it, round_))
+        assert trainer.sample_tasks(it, round_) == rng.sample(trainer.train_tasks, 4)
+    assert trainer.sample_tasks(0, 0, explorer=True) == trainer.sample_tasks(0, 0)  # both roll out all
+
+
+def test_a_matched_budget_splits_the_tasks_between_learner_and_explorer(tmp_path):
+    cfg = small(tmp_path, tasks_per_iter=4, reward="rspo", swap_budget="matched")
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    assert (trainer.learner_tasks, trainer.local_tasks, len(trainer.envs)) == (2, 2, 2 * cfg.group_size)
+    import random
+
+    drawn = random.Random(derive(cfg.seed, STREAM_TASKS, 1, 0)).sample(trainer.train_tasks, 4)
+    assert trainer.sample_tasks(1) == drawn[:2] and trainer.sample_tasks(1, explorer=True) == drawn[2:]
+
+
+def test_each_process_rolls_out_its_share_and_refuses_an_uneven_split(tmp_path, monkeypatch):
+    monkeypatch.setattr("rspo.core.distributed.Dist", lambda: FakeDist(2, rank=1))
+    cfg = small(tmp_path, tasks_per_iter=4)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    assert (trainer.learner_tasks, trainer.local_tasks, len(trainer.envs)) == (4, 2, 2 * cfg.group_size)
+    import random
+
+    drawn = random.Random(derive(cfg.seed, STREAM_TASKS, 0, 0)).sample(trainer.train_tasks, 4)
+    assert trainer.sample_tasks(0) == drawn[1::2]
+    with pytest.raises(
+        ValueError, match=r"tasks_per_iter=3 must be a multiple of the 2 processes \(each .* tasks\)$"
+    ):
+        Trainer(small(tmp_path, tasks_per_iter=3), policy=untrained_tiny_policy(0))
+    matched = small(tmp_path, tasks_per_iter=6, reward="rspo", swap_budget="matched")
+    with pytest.raises(
+        ValueError, match=r"tasks_per_iter=6 must be .* of each half with swap_budget='matched'\)$"
+    ):
+        Trainer(matched, policy=untrained_tiny_policy(0))
+
+
+def test_a_rollout_draws_from_its_streams_generator_and_the_processes_differ(tmp_path, monkeypatch):
+    """The generator a rollout samples with: the run's seed, the stream (learner or explorer), the
+    iteration and round, and the process's rank when there are several."""
+    seen = []
+
+    def collect(policy, envs, tasks, group_size, **kw):
+        seen.append((policy, tasks, group_size, kw))
+        return []
+
+    monkeypatch.setattr(trainer_mod, "collect", collect)
+    cfg = small(tmp_path, seed=5, history=3, temperature=7.0, group_size=3)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    other = object()
+    trainer.rollout(2, 1)
+    trainer.rollout(2, 1, policy=other, stream=STREAM_EXPLORER)
+    (p0, tasks0, g0, kw0), (p1, tasks1, _, kw1) = seen
+    assert p0 is trainer.policy and p1 is other and g0 == 3 and tasks0 == trainer.sample_tasks(2, 1) == tasks1
+    assert (kw0["history"], kw0["temperature"], kw0["show_admissible"]) == (3, 7.0, trainer.show_admissible)
+
+    def first(generator):
+        return torch.rand(3, generator=generator)
+
+    expect = torch.Generator().manual_seed(derive(5, STREAM_ROLLOUT, 2, 1))
+    assert torch.equal(first(kw0["generator"]), first(expect))
+    expect = torch.Generator().manual_seed(derive(5, STREAM_EXPLORER, 2, 1))
+    assert torch.equal(first(kw1["generator"]), first(expect))
+    trainer.dist = FakeDist(2, rank=1)
+    trainer.rollout(2, 1)
+    expect = torch.Generator().manual_seed(derive(5, STREAM_ROLLOUT, 2, 1, 1))
+    assert torch.equal(first(seen[-1][3]["generator"]), first(expect))
+
+
+def test_seed_iteration_seeds_torch_from_the_runs_seed_and_the_iteration(tmp_path):
+    from rspo.core.streams import STREAM_ITERATION
+
+    trainer = Trainer(small(tmp_path, seed=4), policy=untrained_tiny_policy(0))
+    trainer.seed_iteration(3)
+    got = torch.rand(2)
+    torch.manual_seed(derive(4, STREAM_ITERATION, 3))
+    assert torch.equal(got, torch.rand(2))
+
+
+def test_construction_sets_threads_optimizer_and_the_explorer(tmp_path, monkeypatch):
+    threads = []
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
+    cfg = small(tmp_path, threads=1, lr=0.25, weight_decay=0.125)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    assert threads == [1]
+    group = trainer.optimizer.param_groups[0]
+    assert isinstance(trainer.optimizer, torch.optim.AdamW) and (group["lr"], group["weight_decay"]) == (
+        0.25,
+        0.125,
+    )
+    assert [id(p) for p in group["params"]] == [id(p) for p in trainer.policy.trainable_parameters()]
+    assert (trainer.iteration, trainer.env_steps, trainer.successes, trainer.explorer) == (0, 0, set(), None)
+    assert trainer.run_dir == cfg.run_dir and trainer.log.path == cfg.run_dir / "metrics.jsonl"
+    assert trainer.policy_given and len(trainer.envs) == cfg.tasks_per_iter * cfg.group_size
+    Trainer(small(tmp_path, threads=0), policy=untrained_tiny_policy(0))
+    assert threads == [1]  # threads=0: torch's own setting is left alone
