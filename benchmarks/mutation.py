@@ -63,6 +63,7 @@ MODULES: dict[str, list[str]] = {
     # the trainer's loop and its step accounting, RSPO's explorer, checkpoint/resume (issue 33 item 6)
     "trainer": [
         "tests/test_trainer.py",
+        "tests/test_trainer_steps.py",
         "tests/test_explorer.py",
         "tests/test_glue.py",
         "tests/test_metrics.py",
