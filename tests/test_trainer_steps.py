@@ -197,3 +197,53 @@ def test_construction_sets_threads_optimizer_and_the_explorer(tmp_path, monkeypa
     assert trainer.policy_given and len(trainer.envs) == cfg.tasks_per_iter * cfg.group_size
     Trainer(small(tmp_path, threads=0), policy=untrained_tiny_policy(0))
     assert threads == [1]  # threads=0: torch's own setting is left alone
+
+
+# --- the loop's cadence, its clocks and its running counts ------------------------------------------------
+def test_the_loops_cadence_clocks_and_running_counts(tmp_path, monkeypatch):
+    """Three iterations, a checkpoint every 2 and an evaluation every 2: evaluations at 0, 2 and 3 (the
+    last), checkpoints at 2 and 3 with each process's steps; every timing column a duration inside the
+    run's; the distinct successes accumulated; the iteration handed to the update; reward/dense."""
+    draws = iter([{"a", "b"}, {"b", "c"}, {"d"}])
+    monkeypatch.setattr(trainer_mod, "success_keys", lambda episodes: next(draws))
+    updates = []
+    real_update = trainer_mod.ppo_update
+
+    def ppo_update(*args, **kw):
+        updates.append(args[5])
+        return real_update(*args, **kw)
+
+    monkeypatch.setattr(trainer_mod, "ppo_update", ppo_update)
+    cfg = small(tmp_path, iterations=3, checkpoint_every=2, eval_every=2)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    evaluated, saved = [], []
+    trainer.evaluate = lambda: evaluated.append(trainer.iteration) or {"eval/success": 0.25}
+    trainer.save_checkpoint = lambda extra=None: saved.append((trainer.iteration, extra))
+    import time
+
+    t0 = time.perf_counter()
+    rows = trainer.run()
+    wall = time.perf_counter() - t0
+    assert evaluated == [0, 2, 3] and [r["iteration"] for r in rows] == [0, 1, 2, 3]
+    assert ["eval/success" in r for r in rows] == [True, False, True, True]
+    assert [it for it, _ in saved] == [2, 3]
+    steps = [r["rollout/env_steps"] for r in rows]
+    assert [extra for _, extra in saved] == [
+        {"env_steps_by_rank": [steps[2]]},
+        {"env_steps_by_rank": [steps[3]]},
+    ]
+    assert updates == [0, 1, 2]
+    assert [r["rollout/distinct_successes"] for r in rows[1:]] == [2, 3, 4] and trainer.successes == set(
+        "abcd"
+    )
+    assert [r["reward/dense"] for r in rows[1:]] == [0.0, 0.0, 0.0]
+    totals = [r["time/total"] for r in rows[1:]]
+    assert totals == sorted(totals) and 0 < totals[-1] <= wall
+    for r in rows[1:]:
+        assert 0 < r["time/rollout"] + r["time/update"] <= r["time/iteration"] <= r["time/total"]
+        assert 0 < r["time/cpu_iteration"] <= 2 * r["time/iteration"] + 0.5  # one thread (+ slack)
+
+
+def test_reward_dense_marks_the_iterations_the_learner_saw_process_rewards(tmp_path):
+    rows = Trainer(small(tmp_path, reward="dense", iterations=1), policy=untrained_tiny_policy(0)).run()
+    assert [r["reward/dense"] for r in rows] == [1.0]
