@@ -68,6 +68,14 @@ def folder(
     return run
 
 
+def resumes_at_1_or_refused(cfg, error: str | None) -> None:
+    """The folder of a run checkpointed at iteration 1 resumes (``error`` None), or is refused with ``error``."""
+    if error is None:
+        assert check_resume(cfg, cfg.run_dir)["iteration"] == 1
+    else:
+        refused(cfg, error)
+
+
 def refused(cfg, match: str) -> str:
     with pytest.raises(ValueError, match=match) as e:
         check_resume(cfg, cfg.run_dir)
@@ -211,10 +219,7 @@ def test_settings_that_may_change_on_a_resume_are_not_compared(tmp_path):
 def test_the_config_a_checkpoint_records(tmp_path, recorded, config, error):
     cfg = conf(tmp_path, resume=True)
     folder(tmp_path, cfg, rows=[1], at=1, recorded=recorded, config=config)
-    if error is None:
-        assert check_resume(cfg, cfg.run_dir)["iteration"] == 1
-    else:
-        refused(cfg, error)
+    resumes_at_1_or_refused(cfg, error)
 
 
 @pytest.mark.parametrize(
@@ -230,10 +235,7 @@ def test_the_config_a_checkpoint_records(tmp_path, recorded, config, error):
 def test_the_run_id_of_the_checkpoint_and_of_the_folder(tmp_path, run_id, state_id, error):
     cfg = conf(tmp_path, resume=True)
     folder(tmp_path, cfg, rows=[1], at=1, run_id=run_id, state_id=state_id)
-    if error is None:
-        assert check_resume(cfg, cfg.run_dir)["iteration"] == 1
-    else:
-        refused(cfg, error)
+    resumes_at_1_or_refused(cfg, error)
 
 
 # --- metrics.jsonl as a kill leaves it -------------------------------------------------------------------

@@ -6,6 +6,8 @@ matched budget rolls out, the random stream of a rollout, and what a process ref
 from __future__ import annotations
 
 import contextlib
+import random
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -99,8 +101,6 @@ def test_whether_prompts_list_the_admissible_actions(show, model, env, expect):
 
 # --- the tasks of an iteration ----------------------------------------------------------------------------
 def test_sample_tasks_draws_the_iterations_tasks_from_its_own_stream(tmp_path):
-    import random
-
     trainer = Trainer(small(tmp_path, tasks_per_iter=4, seed=3), policy=untrained_tiny_policy(0))
     for it, round_ in [(0, 0), (2, 0), (2, 1)]:
         rng = random.Random(derive(3, STREAM_TASKS, it, round_))
@@ -112,8 +112,6 @@ def test_a_matched_budget_splits_the_tasks_between_learner_and_explorer(tmp_path
     cfg = small(tmp_path, tasks_per_iter=4, reward="rspo", swap_budget="matched")
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
     assert (trainer.learner_tasks, trainer.local_tasks, len(trainer.envs)) == (2, 2, 2 * cfg.group_size)
-    import random
-
     drawn = random.Random(derive(cfg.seed, STREAM_TASKS, 1, 0)).sample(trainer.train_tasks, 4)
     assert trainer.sample_tasks(1) == drawn[:2] and trainer.sample_tasks(1, explorer=True) == drawn[2:]
 
@@ -123,8 +121,6 @@ def test_each_process_rolls_out_its_share_and_refuses_an_uneven_split(tmp_path, 
     cfg = small(tmp_path, tasks_per_iter=4)
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
     assert (trainer.learner_tasks, trainer.local_tasks, len(trainer.envs)) == (4, 2, 2 * cfg.group_size)
-    import random
-
     drawn = random.Random(derive(cfg.seed, STREAM_TASKS, 0, 0)).sample(trainer.train_tasks, 4)
     assert trainer.sample_tasks(0) == drawn[1::2]
     with pytest.raises(
@@ -219,8 +215,6 @@ def test_the_loops_cadence_clocks_and_running_counts(tmp_path, monkeypatch):
     evaluated, saved = [], []
     trainer.evaluate = lambda: evaluated.append(trainer.iteration) or {"eval/success": 0.25}
     trainer.save_checkpoint = lambda extra=None: saved.append((trainer.iteration, extra))
-    import time
-
     t0 = time.perf_counter()
     rows = trainer.run()
     wall = time.perf_counter() - t0
