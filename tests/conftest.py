@@ -41,6 +41,34 @@ def first_copy_succeeds():
         yield
 
 
+@pytest.fixture
+def bars(monkeypatch):
+    """The trainer's terminal progress bars of the test, each recording its arguments, updates, postfixes
+    and whether it was closed (a library that wraps an iterable in a bar keeps the real one)."""
+    import huggingface_hub.utils.tqdm  # noqa: F401  (subclasses tqdm.auto's bar when first imported)
+    import tqdm.auto
+
+    made = []
+
+    class Bar:
+        def __init__(self, **kw):
+            self.kw, self.updates, self.posts, self.closed = kw, 0, [], False
+            made.append(self)
+
+        def update(self, n):
+            self.updates += n
+
+        def set_postfix(self, post):
+            self.posts.append(post)
+
+        def close(self):
+            self.closed = True
+
+    real = tqdm.auto.tqdm
+    monkeypatch.setattr(tqdm.auto, "tqdm", lambda *a, **kw: real(*a, **kw) if a else Bar(**kw))
+    return made
+
+
 # the one environment whose full warm start the suite builds (the smallest: about 2 min on a fresh idle
 # 2-core machine, where shop's took 11): make test (CI) builds it once
 WARM_START_ENV = "detour"

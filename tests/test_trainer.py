@@ -645,32 +645,10 @@ def test_the_successes_found_survive_a_checkpoint(tmp_path):
     assert plain.successes == set()
 
 
-def test_the_loops_first_row_progress_bar_and_given_first_evaluation(tmp_path, monkeypatch):
+def test_the_loops_first_row_progress_bar_and_given_first_evaluation(tmp_path, bars):
     """Row 0 is the first evaluation at 0 environment steps (the one given, when a benchmark evaluated
     the shared policy once); the terminal's bar counts iterations from where the run stands, named by
     the run, with the rollout's success and return after each."""
-    import huggingface_hub.utils.tqdm  # noqa: F401  (subclasses tqdm.auto's bar when first imported)
-    import tqdm.auto
-
-    bars = []
-
-    class Bar:
-        def __init__(self, **kw):
-            self.kw, self.updates, self.posts, self.closed = kw, 0, [], False
-            bars.append(self)
-
-        def update(self, n):
-            self.updates += n
-
-        def set_postfix(self, post):
-            self.posts.append(post)
-
-        def close(self):
-            self.closed = True
-
-    real = tqdm.auto.tqdm
-    # the trainer's bar only (a library that wraps an iterable in a bar keeps the real one)
-    monkeypatch.setattr(tqdm.auto, "tqdm", lambda *a, **kw: real(*a, **kw) if a else Bar(**kw))
     given = {"eval/success": 0.125, "eval/score": 12.5}
     cfg = small(tmp_path, iterations=2, eval_every=2, eval_tasks=1, progress=True)
     rows = Trainer(cfg, policy=untrained_tiny_policy(0), initial_eval=given).run()

@@ -241,3 +241,63 @@ def test_the_loops_cadence_clocks_and_running_counts(tmp_path, monkeypatch):
 def test_reward_dense_marks_the_iterations_the_learner_saw_process_rewards(tmp_path):
     rows = Trainer(small(tmp_path, reward="dense", iterations=1), policy=untrained_tiny_policy(0)).run()
     assert [r["reward/dense"] for r in rows] == [1.0]
+
+
+def test_the_schedule_variant_logs_reward_dense_for_its_dense_iterations_only(tmp_path, monkeypatch):
+    """The schedule variant's learner trains on the dense reward for its first schedule_frac of the
+    iterations: reward/dense is the iteration's own mode (1 for the first two of four, then 0)."""
+    monkeypatch.setattr(Trainer, "update", lambda self, batch, it: {"loss/policy": 0.0})
+    cfg = small(tmp_path, reward="rspo", swap_variant="schedule", iterations=4, schedule_frac=0.5)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    assert [trainer.train_step(it)["reward/dense"] for it in range(4)] == [1.0, 1.0, 0.0, 0.0]
+
+
+# --- the terminal's bar, the checkpoint's extra, the processes' merged row --------------------------------
+def test_the_bar_shows_the_explorers_rollout_success_when_the_row_has_one(tmp_path, bars):
+    rows = iter(
+        [
+            {"rollout/success": 0.25, "reward/return": 0.5, "explorer/success": 0.375},
+            {"rollout/success": 0.5, "reward/return": 1.0, "explorer/success": 0.625, "eval/success": 0.75},
+        ]
+    )
+    trainer = Trainer(small(tmp_path, progress=True, eval_every=0), policy=untrained_tiny_policy(0))
+    trainer.train_step = lambda it: dict(next(rows))
+    trainer.save_checkpoint = lambda extra=None: None
+    trainer.run()
+    assert bars[0].posts == [
+        {"success": "0.25", "return": "0.50", "explorer": "0.38"},
+        {"success": "0.50", "return": "1.00", "explorer": "0.62", "eval": "0.75"},
+    ]
+
+
+def test_every_checkpoint_records_both_runs_successes_the_explorers_empty_without_one(tmp_path):
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    trainer.successes = {"t2 b", "t1 a"}
+    assert trainer.checkpoint_extra() == {"successes": ["t1 a", "t2 b"], "explorer_successes": []}
+
+
+def test_with_several_processes_a_step_returns_the_row_merged_over_them(tmp_path, monkeypatch):
+    """Each process's row gathered and merged (counts added, rates averaged); one process: its own row."""
+    from rspo.core.distributed import merge_metrics
+
+    monkeypatch.setattr(Trainer, "update", lambda self, batch, it: {"loss/policy": 0.5})
+    trainer = Trainer(small(tmp_path, tasks_per_iter=4), policy=untrained_tiny_policy(0))
+    alone = trainer.train_step(0)
+    assert alone["rollout/env_steps"] == trainer.env_steps  # one process: nothing merged
+
+    def peer(row):  # the other process: three times the steps, half the return
+        return {**row, "rollout/env_steps": 3 * row["rollout/env_steps"], "reward/return": 0.5}
+
+    gathered = []
+
+    class TwoProcesses(FakeDist):
+        def gather(self, obj):
+            gathered.append(obj)
+            return [obj, peer(obj)]
+
+    trainer.dist = TwoProcesses(2)
+    merged = trainer.train_step(1)
+    (own,) = gathered
+    assert own["iteration"] == 2 and merged == merge_metrics([own, peer(own)])
+    assert merged["rollout/env_steps"] == 4 * own["rollout/env_steps"]
+    assert merged["reward/return"] == pytest.approx((own["reward/return"] + 0.5) / 2)
