@@ -148,6 +148,7 @@ def test_the_folder_or_its_checkpoint_folder_being_a_file_is_refused(tmp_path):
         (0, 5, 2, [1, 2, 3, 4, 5], None),  # no interval: the checkpoint at the end is the next one
         (1, 4, 2, [1], "metrics.jsonl ends at iteration 1 but the checkpoint .* is at 2: rows are missing"),
         (1, 4, 2, [], "metrics.jsonl ends at iteration 0 but the checkpoint"),
+        (1, 4, 1, [], "metrics.jsonl ends at iteration 0 but the checkpoint .* is at 1"),  # no row at all
         (1, 4, 2, [2], None),  # the rows' last iteration decides, not their number
         (1, 4, 2, None, "metrics.jsonl is missing but the checkpoint is at iteration 2: resuming would lose"),
     ],
@@ -161,6 +162,8 @@ def test_the_metrics_against_the_checkpoint(tmp_path, every, iterations, at, row
         return
     line = refused(cfg, error)
     assert str(cfg.run_dir / "checkpoint" / "state.pt") in line or "metrics.jsonl is missing" in line
+    assert line.startswith(f"cannot resume {cfg.run_dir}: ")
+    assert line.endswith("or start the run again without --resume in another folder")  # the way out
     if rows is None:
         assert "iterations 1-2's rows" in line
 
@@ -196,8 +199,12 @@ def test_a_changed_setting_is_refused_against_config_json_and_the_checkpoints_co
     assert line.startswith(f"cannot resume {run}:")
     cfg.save(run / "config.json")  # config.json agrees now; the checkpoint's own config does not
     line = refused(cfg, r"config differs in seed: 7 -> 0 \(the config .*state.pt records: another run's")
+    assert line.startswith(f"cannot resume {run}:")
     (run / "config.json").unlink()
-    refused(cfg, r"seed: 7 -> 0 \(from the checkpoint: config.json is missing\)$")
+    line = refused(cfg, r"seed: 7 -> 0 \(from the checkpoint: config.json is missing\)$")
+    assert line.startswith(f"cannot resume {run}:")
+    (run / "config.json").write_bytes(b"\xff\xfe")  # a damaged config.json: the error names the run too
+    assert refused(cfg, "config.json is not UTF-8 text").startswith(f"cannot resume {run}:")
 
 
 def test_settings_that_may_change_on_a_resume_are_not_compared(tmp_path):
@@ -211,7 +218,12 @@ def test_settings_that_may_change_on_a_resume_are_not_compared(tmp_path):
     [
         (False, True, None),  # a checkpoint of a kit that recorded no config: config.json guards it
         (True, False, None),  # config.json deleted: the checkpoint's config guards it
-        (False, False, "config.json is missing and its checkpoint does not record the config"),
+        (
+            False,
+            False,
+            "config.json is missing and its checkpoint does not record the config, .* without --resume "
+            r"\(in another folder, or after deleting this one\)$",
+        ),
         ([1, 2], True, "the checkpoint's recorded config is not a dict: damaged"),
         ({"seed": 0, "colour": "red"}, True, "the checkpoint's recorded config is not valid"),
     ],
@@ -270,7 +282,9 @@ def test_metrics_lines_refuses_a_folder_and_text_that_is_not_utf8(tmp_path):
         _metrics_lines(path)
     path.unlink()
     path.mkdir()
-    with pytest.raises(ValueError, match="is a folder, not a file"):
+    with pytest.raises(
+        ValueError, match=r"is a folder, not a file \(metrics file\); put the run's file back"
+    ):
         _metrics_lines(path)
 
 
@@ -372,7 +386,8 @@ def test_save_checkpoint_refuses_weights_that_are_not_finite_and_keeps_the_last_
         trainer.policy.bias[1] = 0.0
     explorer = {"w": torch.tensor([1.0, bad]), "steps": torch.tensor([3])}  # an integer tensor is not checked
     with pytest.raises(
-        RuntimeError, match=r"explorer parameter w is not finite \(nan/inf\); the last checkpoint"
+        RuntimeError,
+        match=r"^refusing to write a checkpoint at iteration 4: explorer parameter w is not finite \(nan/inf\)",
     ):
         save_checkpoint(trainer, extra={"explorer": explorer})
     assert path.read_bytes() == before
