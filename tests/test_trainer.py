@@ -505,6 +505,17 @@ def test_resample_replaces_groups_without_signal_and_counts_every_step(tmp_path,
     assert len(batch.turns) == sum(len(ep) for ep in episodes)
 
 
+def test_resample_numbers_each_fresh_group_apart(tmp_path):
+    """Both of round 0's groups without signal, both of round 1's with: each joins under its own number
+    (2 and 3), so that their advantages are normalised within each group, not over the two."""
+    cfg = small(tmp_path, no_signal="resample", resample_tries=1, reward="outcome")
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    with _winning_tasks(set(trainer.sample_tasks(0, 1))):
+        episodes, batch, extra = trainer.collect_iteration(0)
+    assert sorted({ep.group for ep in episodes}) == [2, 3] and extra["rollout/resampled_groups"] == 2
+    assert batch.no_signal_groups == 0 and sorted(set(batch.task_ids.tolist())) == [2, 3]
+
+
 class _ExpertOn:
     """A scripted policy: the expert's move on the tasks in ``tasks``, another admissible move elsewhere
     (so it wins those tasks and, within a few steps, none of the others); it records ``greedy``."""

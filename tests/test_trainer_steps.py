@@ -301,3 +301,75 @@ def test_with_several_processes_a_step_returns_the_row_merged_over_them(tmp_path
     assert own["iteration"] == 2 and merged == merge_metrics([own, peer(own)])
     assert merged["rollout/env_steps"] == 4 * own["rollout/env_steps"]
     assert merged["reward/return"] == pytest.approx((own["reward/return"] + 0.5) / 2)
+
+
+# --- what each step hands on: the lock, the seeds, the device, the policy, the update's arguments ----------
+def test_the_main_process_holds_the_runs_lock_and_the_others_do_not(tmp_path):
+    from rspo.core.atomic import RunLock, RunLockedError
+
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    trainer._run = lambda: ["ran"]
+    with RunLock(trainer.run_dir):  # another training of the same folder holds it
+        with pytest.raises(RunLockedError):
+            trainer.run()
+        trainer.dist = FakeDist(2, rank=1)  # a second process of this run does not take it
+        assert trainer.run() == ["ran"]
+
+
+def test_the_loop_seeds_each_iteration_and_only_the_main_process_returns_the_rows(tmp_path):
+    trainer = Trainer(small(tmp_path, iterations=3), policy=untrained_tiny_policy(0))
+    seeded = []
+    trainer.seed_iteration = seeded.append
+    assert [r["iteration"] for r in trainer.run()] == [1, 2, 3] and seeded == [0, 1, 2]
+    other = Trainer(small(tmp_path, name="other", iterations=1), policy=untrained_tiny_policy(0))
+    other.dist = FakeDist(2, rank=1)
+    other.log.write({"iteration": 1})  # the main process's rows in the shared folder
+    other.train_step = lambda it: {"rollout/success": 0.0, "reward/return": 0.0}
+    assert other.run() == []
+
+
+def test_construction_resolves_the_device_for_this_process_seeds_and_loads_the_named_policy(
+    tmp_path, monkeypatch
+):
+    got, seeds = [], []
+    monkeypatch.setattr("rspo.core.distributed.Dist", lambda: FakeDist(1))
+    monkeypatch.setattr(
+        trainer_mod, "resolve_device", lambda cfg, dist: got.append(dist) or (torch.device("cpu"), None)
+    )
+    tiny = untrained_tiny_policy(0)
+    real_seed = torch.manual_seed
+    monkeypatch.setattr(torch, "manual_seed", lambda s: seeds.append(s) or real_seed(s))
+    monkeypatch.setattr(trainer_mod, "load_policy", lambda cfg, device: got.append((cfg, device)) or tiny)
+    cfg = small(tmp_path, seed=6)
+    trainer = Trainer(cfg)
+    from rspo.core.streams import STREAM_INIT
+
+    assert got == [trainer.dist, (cfg, trainer.device)] and seeds[0] == derive(6, STREAM_INIT)
+    assert trainer.policy is tiny and not trainer.policy_given
+
+
+def test_autocast_casts_to_the_resolved_dtype_not_the_devices_default(tmp_path):
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    trainer.autocast_dtype = torch.float16  # the CPU's own autocast default is bfloat16
+    with trainer.autocast():
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float16
+
+
+def test_the_trainers_save_and_update_hand_on_their_arguments(tmp_path, monkeypatch):
+    from rspo.core.checkpoint import read_checkpoint
+
+    trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
+    trainer.save_checkpoint(extra={"env_steps_by_rank": [5, 7]})
+    assert read_checkpoint(trainer.run_dir / "checkpoint" / "state.pt")["extra"]["env_steps_by_rank"] == [
+        5,
+        7,
+    ]
+    calls = []
+    monkeypatch.setattr(trainer_mod, "ppo_update", lambda *a, **kw: calls.append((a, kw)) or {})
+    batch = object()
+    trainer.update(batch, 3)
+    ((args, kw),) = calls
+    assert args[0] is trainer.policy and args[1] is trainer.optimizer and args[2] is trainer.params
+    assert args[3:] == (batch, trainer.cfg, 3, trainer.autocast, trainer.dist) and kw == {
+        "cache_reference": True
+    }
