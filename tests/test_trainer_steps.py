@@ -340,12 +340,12 @@ def test_construction_resolves_the_device_for_this_process_seeds_and_loads_the_n
     real_seed = torch.manual_seed
     monkeypatch.setattr(torch, "manual_seed", lambda s: seeds.append(s) or real_seed(s))
     monkeypatch.setattr(trainer_mod, "load_policy", lambda cfg, device: got.append((cfg, device)) or tiny)
-    cfg = small(tmp_path, seed=6)
+    cfg = small(tmp_path, seed=6, show_admissible="yes")
     trainer = Trainer(cfg)
     from rspo.core.streams import STREAM_INIT
 
     assert got == [trainer.dist, (cfg, trainer.device)] and seeds[0] == derive(6, STREAM_INIT)
-    assert trainer.policy is tiny and not trainer.policy_given
+    assert trainer.policy is tiny and not trainer.policy_given and trainer.show_admissible is True
 
 
 def test_autocast_casts_to_the_resolved_dtype_not_the_devices_default(tmp_path):
