@@ -179,8 +179,22 @@ def test_seed_iteration_seeds_torch_from_the_runs_seed_and_the_iteration(tmp_pat
 def test_construction_sets_threads_optimizer_and_the_explorer(tmp_path, monkeypatch):
     threads = []
     monkeypatch.setattr(torch, "set_num_threads", threads.append)
-    cfg = small(tmp_path, threads=1, lr=0.25, weight_decay=0.125)
+    cfg = small(
+        tmp_path,
+        threads=1,
+        lr=0.25,
+        weight_decay=0.125,
+        outcome_scale=7.0,
+        invalid_penalty=-0.5,
+        process_weight=0.25,
+    )
     trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    assert (trainer.spec.outcome_scale, trainer.spec.invalid_penalty, trainer.spec.process_weight) == (
+        7.0,
+        -0.5,
+        0.25,
+    )
+    assert trainer.run_id is None  # set by prepare_run_dir: a checkpoint saved before records no run id
     assert threads == [1]
     group = trainer.optimizer.param_groups[0]
     assert isinstance(trainer.optimizer, torch.optim.AdamW) and (group["lr"], group["weight_decay"]) == (
