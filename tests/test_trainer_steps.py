@@ -387,3 +387,51 @@ def test_the_trainers_save_and_update_hand_on_their_arguments(tmp_path, monkeypa
     assert args[3:] == (batch, trainer.cfg, 3, trainer.autocast, trainer.dist) and kw == {
         "cache_reference": True
     }
+
+
+# --- the task pool and the policy a config names -----------------------------------------------------------
+def test_a_task_pool_is_one_fixed_draw_per_size_and_refuses_a_size_outside_the_tasks():
+    tasks = [f"t{i}" for i in range(10)]
+    pool = trainer_mod.pool_tasks(tasks, 4)
+    assert pool == random.Random(trainer_mod.POOL_SEED).sample(tasks, 4) and pool == trainer_mod.pool_tasks(
+        tasks, 4
+    )
+    assert sorted(trainer_mod.pool_tasks(tasks, 10)) == tasks and len(trainer_mod.pool_tasks(tasks, 1)) == 1
+    for n in (0, 11, -1):
+        with pytest.raises(ValueError, match=rf"^a task pool holds 1\.\.10 tasks, got {n}$"):
+            trainer_mod.pool_tasks(tasks, n)
+
+
+def test_load_policy_builds_the_warm_start_or_the_named_model_with_the_configs_settings(
+    tmp_path, monkeypatch
+):
+    import rspo.core.policies
+    import rspo.core.sft
+
+    calls = []
+    monkeypatch.setattr(
+        rspo.core.sft, "load_or_build_default", lambda env, **kw: calls.append((env, kw)) or "tiny"
+    )
+    monkeypatch.setattr(rspo.core.sft, "default_config", lambda env, options: ("config", env, options))
+    monkeypatch.setattr(
+        rspo.core.policies.LMPolicy, "from_pretrained", lambda name, **kw: calls.append((name, kw)) or "lm"
+    )
+    common = dict(max_prompt_tokens=321, max_new_tokens=17, micro_batch=5)
+    device = torch.device("cpu")
+    cfg = small(tmp_path, algo="ppo", **common)
+    assert trainer_mod.load_policy(cfg, device) == "tiny"
+    shared = dict(action_mode=cfg.action_mode, value_head=True, **common)
+    assert calls.pop() == ("household", dict(config=None, device=device, **shared))
+    opts = small(tmp_path, env="detour", env_options={"length": 5}, **common)
+    trainer_mod.load_policy(opts)
+    _, kw = calls.pop()
+    assert kw["config"] == ("config", "detour", {"length": 5}) and kw["device"] is None
+    assert kw["value_head"] is False
+    named = small(tmp_path, model="/models/m", gguf_file="m.gguf", lora=True, **common)
+    assert trainer_mod.load_policy(named, device) == "lm"
+    name, kw = calls.pop()
+    assert name == "/models/m" and kw == dict(lora=True, gguf_file="m.gguf", device=device, **shared) | {
+        "value_head": False
+    }
+    trainer_mod.load_policy(small(tmp_path, model="/models/m", **common))
+    assert calls.pop()[1]["gguf_file"] is None  # no GGUF file named: none passed on
