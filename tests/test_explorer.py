@@ -212,3 +212,22 @@ def test_replay_judges_and_relabels_with_the_runs_reward_settings(tmp_path, monk
     explorer_mod.replay(trainer, 0, episodes, batch, explored)
     assert seen["eligible"].keywords == {"cfg": cfg, "spec": trainer.spec} and seen["spec"] is trainer.spec
     assert trainer.spec.outcome_scale == 2.0
+
+
+def test_mixed_hands_both_policies_episodes_to_one_swap_batch_with_the_runs_settings(tmp_path, monkeypatch):
+    """``mixed`` (its training run is a slow test): the learner's and the explorer's episodes, in that
+    order, relabelled by the learner's policy under the run's config, reward constants, autocast and
+    ``swap_lambda`` - what swap_batch returns is the variant's batch and metrics."""
+    import rspo.core.explorer as explorer_mod
+
+    calls = []
+    monkeypatch.setattr(
+        explorer_mod, "swap_batch", lambda *a: calls.append(a) or ("batch", {"swap/turns": 3})
+    )
+    cfg = small(tmp_path, reward="rspo", swap_variant="mixed", swap_lambda=0.25)
+    trainer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    learner, explored = ["l1", "l2"], ["e1"]
+    assert explorer_mod.mix(trainer, 3, learner, "learner batch", explored) == ("batch", {"swap/turns": 3})
+    ((policy, episodes, got_cfg, spec, autocast, lam),) = calls
+    assert policy is trainer.policy and episodes == ["l1", "l2", "e1"] and got_cfg is cfg
+    assert spec is trainer.spec and autocast == trainer.autocast and lam == 0.25
