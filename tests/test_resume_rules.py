@@ -400,3 +400,28 @@ def test_save_checkpoint_refuses_an_object_a_weights_only_load_could_not_read(tm
     with pytest.raises(TypeError, match=r"checkpoint state\['extra'\]\['when'\] is a"):
         save_checkpoint(trainer, extra={"when": object()})
     assert not (tmp_path / "r" / "checkpoint" / "state.pt").exists()
+
+
+# --- load_checkpoint: what a process that did not write the checkpoint loads (several processes) ---------
+def test_load_checkpoint_loads_the_runs_checkpoint_checked_or_reports_none(tmp_path):
+    from rspo.core.checkpoint import load_checkpoint
+    from rspo.core.policies.tiny import untrained_tiny_policy
+    from rspo.core.trainer import Trainer
+
+    cfg = _small(tmp_path, resume=True)
+    writer = Trainer(cfg, policy=untrained_tiny_policy(0))
+    reader = Trainer(cfg, policy=untrained_tiny_policy(1))
+    assert load_checkpoint(reader) is False and reader.iteration == 0  # nothing saved yet
+    writer.iteration, writer.env_steps, writer.successes = 2, 9, {"t a"}
+    writer.save_checkpoint()
+    assert load_checkpoint(reader) is True
+    assert (reader.iteration, reader.env_steps, reader.successes) == (2, 9, {"t a"})
+    for mine, theirs in zip(
+        reader.policy.trainable_parameters(), writer.policy.trainable_parameters(), strict=True
+    ):
+        assert torch.equal(mine, theirs)
+    state = torch.load(cfg.run_dir / "checkpoint" / "state.pt", weights_only=True)
+    del state["optimizer"]
+    torch.save(state, cfg.run_dir / "checkpoint" / "state.pt")
+    with pytest.raises(ValueError, match=r"state.pt: the checkpoint lacks optimizer"):
+        load_checkpoint(reader)
