@@ -420,7 +420,19 @@ def test_load_checkpoint_loads_the_runs_checkpoint_checked_or_reports_none(tmp_p
         reader.policy.trainable_parameters(), writer.policy.trainable_parameters(), strict=True
     ):
         assert torch.equal(mine, theirs)
+    writer.iteration = cfg.iterations + 1  # past the run's length: this config's limit applies
+    writer.save_checkpoint()
+    with pytest.raises(
+        ValueError, match=rf"state.pt: the checkpoint is at iteration {cfg.iterations + 1}, past"
+    ):
+        load_checkpoint(reader)
     state = torch.load(cfg.run_dir / "checkpoint" / "state.pt", weights_only=True)
+    state["iteration"] = 2
+    bad = next(iter(state["policy"]))
+    state["policy"][bad] = torch.full_like(state["policy"][bad], math.nan)  # a damaged weight: the file named
+    torch.save(state, cfg.run_dir / "checkpoint" / "state.pt")
+    with pytest.raises(ValueError, match=r"checkpoint/state.pt"):
+        load_checkpoint(reader)
     del state["optimizer"]
     torch.save(state, cfg.run_dir / "checkpoint" / "state.pt")
     with pytest.raises(ValueError, match=r"state.pt: the checkpoint lacks optimizer"):
