@@ -22,9 +22,12 @@ from rspo.core.checkpoint import (
     _metrics_lines,
     check_resume,
     check_state,
+    load_checkpoint,
     read_checkpoint,
     save_checkpoint,
 )
+from rspo.core.policies.tiny import untrained_tiny_policy
+from rspo.core.trainer import Trainer
 
 A, B = "a" * 32, "b" * 32  # two run ids
 
@@ -404,11 +407,8 @@ def test_save_checkpoint_refuses_an_object_a_weights_only_load_could_not_read(tm
 
 # --- load_checkpoint: what a process that did not write the checkpoint loads (several processes) ---------
 def test_load_checkpoint_loads_the_runs_checkpoint_checked_or_reports_none(tmp_path):
-    from rspo.core.checkpoint import load_checkpoint
-    from rspo.core.policies.tiny import untrained_tiny_policy
-    from rspo.core.trainer import Trainer
-
     cfg = _small(tmp_path, resume=True)
+    path = cfg.run_dir / "checkpoint" / "state.pt"
     writer = Trainer(cfg, policy=untrained_tiny_policy(0))
     reader = Trainer(cfg, policy=untrained_tiny_policy(1))
     assert load_checkpoint(reader) is False and reader.iteration == 0  # nothing saved yet
@@ -426,14 +426,14 @@ def test_load_checkpoint_loads_the_runs_checkpoint_checked_or_reports_none(tmp_p
         ValueError, match=rf"state.pt: the checkpoint is at iteration {cfg.iterations + 1}, past"
     ):
         load_checkpoint(reader)
-    state = torch.load(cfg.run_dir / "checkpoint" / "state.pt", weights_only=True)
+    state = read_checkpoint(path)
     state["iteration"] = 2
     bad = next(iter(state["policy"]))
     state["policy"][bad] = torch.full_like(state["policy"][bad], math.nan)  # a damaged weight: the file named
-    torch.save(state, cfg.run_dir / "checkpoint" / "state.pt")
+    torch.save(state, path)
     with pytest.raises(ValueError, match=r"checkpoint/state.pt"):
         load_checkpoint(reader)
     del state["optimizer"]
-    torch.save(state, cfg.run_dir / "checkpoint" / "state.pt")
+    torch.save(state, path)
     with pytest.raises(ValueError, match=r"state.pt: the checkpoint lacks optimizer"):
         load_checkpoint(reader)

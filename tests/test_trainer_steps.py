@@ -15,8 +15,18 @@ import torch
 from test_trainer import small
 
 import rspo.core.trainer as trainer_mod
+from rspo.core.atomic import RunLock, RunLockedError
+from rspo.core.checkpoint import read_checkpoint
+from rspo.core.distributed import merge_metrics
 from rspo.core.policies.tiny import untrained_tiny_policy
-from rspo.core.streams import STREAM_EXPLORER, STREAM_ROLLOUT, STREAM_TASKS, derive
+from rspo.core.streams import (
+    STREAM_EXPLORER,
+    STREAM_INIT,
+    STREAM_ITERATION,
+    STREAM_ROLLOUT,
+    STREAM_TASKS,
+    derive,
+)
 from rspo.core.trainer import Trainer, resolve_device, resolve_show_admissible
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -167,8 +177,6 @@ def test_a_rollout_draws_from_its_streams_generator_and_the_processes_differ(tmp
 
 
 def test_seed_iteration_seeds_torch_from_the_runs_seed_and_the_iteration(tmp_path):
-    from rspo.core.streams import STREAM_ITERATION
-
     trainer = Trainer(small(tmp_path, seed=4), policy=untrained_tiny_policy(0))
     trainer.seed_iteration(3)
     got = torch.rand(2)
@@ -292,8 +300,6 @@ def test_every_checkpoint_records_both_runs_successes_the_explorers_empty_withou
 
 def test_with_several_processes_a_step_returns_the_row_merged_over_them(tmp_path, monkeypatch):
     """Each process's row gathered and merged (counts added, rates averaged); one process: its own row."""
-    from rspo.core.distributed import merge_metrics
-
     monkeypatch.setattr(Trainer, "update", lambda self, batch, it: {"loss/policy": 0.5})
     trainer = Trainer(small(tmp_path, tasks_per_iter=4), policy=untrained_tiny_policy(0))
     alone = trainer.train_step(0)
@@ -319,8 +325,6 @@ def test_with_several_processes_a_step_returns_the_row_merged_over_them(tmp_path
 
 # --- what each step hands on: the lock, the seeds, the device, the policy, the update's arguments ----------
 def test_the_main_process_holds_the_runs_lock_and_the_others_do_not(tmp_path):
-    from rspo.core.atomic import RunLock, RunLockedError
-
     trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
     trainer._run = lambda: ["ran"]
     with RunLock(trainer.run_dir):  # another training of the same folder holds it
@@ -356,8 +360,6 @@ def test_construction_resolves_the_device_for_this_process_seeds_and_loads_the_n
     monkeypatch.setattr(trainer_mod, "load_policy", lambda cfg, device: got.append((cfg, device)) or tiny)
     cfg = small(tmp_path, seed=6, show_admissible="yes")
     trainer = Trainer(cfg)
-    from rspo.core.streams import STREAM_INIT
-
     assert got == [trainer.dist, (cfg, trainer.device)] and seeds[0] == derive(6, STREAM_INIT)
     assert trainer.policy is tiny and not trainer.policy_given and trainer.show_admissible is True
 
@@ -370,8 +372,6 @@ def test_autocast_casts_to_the_resolved_dtype_not_the_devices_default(tmp_path):
 
 
 def test_the_trainers_save_and_update_hand_on_their_arguments(tmp_path, monkeypatch):
-    from rspo.core.checkpoint import read_checkpoint
-
     trainer = Trainer(small(tmp_path), policy=untrained_tiny_policy(0))
     trainer.save_checkpoint(extra={"env_steps_by_rank": [5, 7]})
     assert read_checkpoint(trainer.run_dir / "checkpoint" / "state.pt")["extra"]["env_steps_by_rank"] == [
