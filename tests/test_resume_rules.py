@@ -414,7 +414,7 @@ def test_load_checkpoint_loads_the_runs_checkpoint_checked_or_reports_none(tmp_p
     assert load_checkpoint(reader) is False and reader.iteration == 0  # nothing saved yet
     writer.iteration, writer.env_steps, writer.successes = 2, 9, {"t a"}
     writer.save_checkpoint()
-    assert load_checkpoint(reader) is True
+    assert reader.load_checkpoint() is True  # the Trainer's own method, as the loop calls it
     assert (reader.iteration, reader.env_steps, reader.successes) == (2, 9, {"t a"})
     for mine, theirs in zip(
         reader.policy.trainable_parameters(), writer.policy.trainable_parameters(), strict=True
