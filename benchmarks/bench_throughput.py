@@ -434,6 +434,7 @@ def bench_model(key, policy, label, size, gflops, notes, repeats: int = 1) -> No
 
 def bench_iteration(args) -> None:
     """One Trainer iteration and its closing evaluation: seconds and shares by stage (module docstring)."""
+    from rspo.core.plan import run_with_progress
     from rspo.core.trainer import Trainer
 
     sizes = {"tasks": "tasks_per_iter", "group": "group_size", "max_steps": "max_steps"}
@@ -457,8 +458,10 @@ def bench_iteration(args) -> None:
         policy, label = load_tiny(args.tiny_default, size, notes)
         if cfg.critic:
             notes.append("ppo: the benchmark's policy has no value head; use grpo, gigpo or another")
-        # the evaluation before the first iteration is skipped (initial_eval): the closing one is timed
-        row = Trainer(cfg, policy=policy, initial_eval={}).run()[-1]
+        # the evaluation before the first iteration is skipped (initial_eval): the closing one is timed;
+        # the plan and a line at least every 15 s, as `rspo train` prints them (the iteration takes minutes)
+        trainer = Trainer(cfg, policy=policy, initial_eval={})
+        row = run_with_progress(trainer, lambda line: print(line, flush=True))[-1]
     stages = {
         "rollout": row["time/rollout"] + row.get("time/explorer_rollout", 0.0),
         "update": row["time/update"] + row.get("time/explorer_update", 0.0),

@@ -440,12 +440,7 @@ def train(args: argparse.Namespace, write=print) -> int:
     if cfg.progress and getattr(trainer, "dist", None) is not None and trainer.dist.main:  # not a stub
         from rspo.core import plan
 
-        rates = plan.probe(trainer)
-        est = plan.estimate(trainer, rates)
-        write(plan.plan_text(trainer, est, rates))
-        trainer.progress_lines = True  # the stage lines replace the trainer's bar
-        with plan.Progress(trainer, est, write):
-            rows = trainer.run()
+        rows = plan.run_with_progress(trainer, write)  # the stage lines replace the trainer's bar
     else:
         rows = trainer.run()
     evals = [r for r in rows if "eval/success" in r]

@@ -1,8 +1,9 @@
 """`rspo train` in a terminal: sizes that fit the machine, the run's plan with a measured estimate, and
 a line at least every 15 s while it trains (issue 35).
 
-Three pieces, each used by :func:`rspo.cli.train` and nothing else (library use - the experiments'
-runner, the notebooks - trains with ``progress=False`` and prints its own lines):
+Three pieces, put together by :func:`run_with_progress` for :func:`rspo.cli.train` and
+``benchmarks/bench_throughput.py --iteration`` (library use - the experiments' runner, the notebooks -
+trains with ``progress=False`` and prints its own lines):
 
 - :func:`machine_sizes`: without a GPU, the sizes no flag set are the ``quick`` profile's
   (:data:`SIZE_FIELDS`; TrainConfig's defaults - B 8 x G 4, horizon 50, 40 iterations - took 485 s
@@ -237,6 +238,17 @@ def plan_text(trainer, est: Estimate, rates: Rates) -> str:
 
 
 # --- progress while it trains ---------------------------------------------------------------------
+def run_with_progress(trainer, write=print) -> list[dict]:
+    """Run ``trainer`` as ``rspo train`` does: the plan (a probe's measured rates and the estimate), then
+    :class:`Progress`'s stage lines in place of the trainer's bar; returns the run's rows."""
+    rates = probe(trainer)
+    est = estimate(trainer, rates)
+    write(plan_text(trainer, est, rates))
+    trainer.progress_lines = True
+    with Progress(trainer, est, write):
+        return trainer.run()
+
+
 class Progress:
     """Stage lines with an ETA for a :class:`~rspo.core.trainer.Trainer` (see the module docstring).
 
