@@ -194,7 +194,8 @@ def headline(root, boot: int = 2000, found: list[dict] | None = None, left: list
 
 def lags(head: list[str], row: list[str]) -> str:
     """Where, of T/4, T/2, 3T/4 and T, RSPO's mean lies below each baseline's (a row of
-    :func:`beside_table`), in words."""
+    :func:`beside_table`), in words. Read from the row's cells as printed (whole points) on purpose:
+    the sentence then never says "below" where the table beside it shows two equal numbers."""
     below = {"outcome": [], "dense": []}
     for name, cell in zip(study2.SPEED_NAMES, row[1:5], strict=True):
         o, d, r = (float(v) for v in cell.split(" / "))
