@@ -73,7 +73,8 @@ PLOTS_JS = """(root) => Array.from(document.querySelectorAll(root + ' .js-plotly
   return {i, width: Math.round(r.width), height: Math.round(r.height), svg: !!gd.querySelector('svg.main-svg'),
           traces: data.length, points, marks, title, notes, zero,
           after: ((gd.closest('.jp-Cell') || {}).innerText || '') + ' ' +
-                 (((gd.closest('.jp-Cell') || {}).nextElementSibling || {}).innerText || '')};
+                 (((gd.closest('.jp-Cell') || {}).nextElementSibling || {}).innerText || '') + ' ' +
+                 (gd.closest('figure')?.querySelector('figcaption')?.innerText || '')};
 })"""
 
 
@@ -110,6 +111,17 @@ def plotly_outputs(path: Path) -> int:
     )
 
 
+ZERO_WORDS = re.compile(r"\b0(\.0)?%|\b0 at every\b|\bnever\b|\bnothing\b")
+
+
+def says_why(name: str, text: str) -> bool:
+    """Whether a sentence of ``text`` (the cell, the next cell, a report figure's caption) speaks of the
+    line ``name`` (its first word: a setting, a method) and says it is 0, never moves or wins nothing."""
+    head = name.split()[0] if name.split() else name
+    sentences = re.split(r"\n|(?<=[.!?])\s", text)
+    return any(head in s and ZERO_WORDS.search(s) for s in sentences)
+
+
 def check_plots(
     page, where: str, expected: int | None, result: Result, shots: Path | None = None, root: str = "body"
 ) -> list:
@@ -127,11 +139,10 @@ def check_plots(
                 where,
                 f"{label} is blank: {p['traces']} traces, {p['points']} data points, {p['marks']} marks",
             )
-        explained = re.search(r"\b0(\.0)?%|\bnever\b|\bnothing\b", p.get("after", ""))
         for name in p.get("zero", []):
             if ZERO_IS_EXPECTED:  # the smoke profile: 2 iterations, its report says no number is a result
                 result.notes.append(f"{where}: {label}: '{name}' is 0 throughout (smoke: 2 iterations)")
-            elif explained:
+            elif says_why(name, p.get("after", "")):
                 result.notes.append(
                     f"{where}: {label}: '{name}' is 0 throughout, and the text beside it says why"
                 )

@@ -71,3 +71,23 @@ def test_plotly_outputs_are_counted_from_the_executed_notebook(tmp_path):
     }
     (tmp_path / "n.ipynb").write_text(json.dumps(nb))
     assert _browser_check().plotly_outputs(tmp_path / "n.ipynb") == 1
+
+
+def test_a_flat_line_counts_as_explained_only_by_a_sentence_that_names_it_and_says_zero():
+    """The check passes a line at 0 throughout only where a sentence beside it names the line (its first
+    word: a setting or a method) and says 0 / never / nothing; any "0%" elsewhere on the page used to do."""
+    says_why = _browser_check().says_why
+    assert says_why(
+        "dense (10 seeds): seed 40", "Above. dense: seed 40 at 0% greedy test success at every evaluation"
+    )
+    assert says_why(
+        "L7-m0.15 dense (3 seeds)", "At L7-m0.15, L7-m0.2 no seed reaches 25%: nothing to hand over."
+    )
+    assert says_why(
+        "x", "05 · by steps — 'x': 0 at every point (its line lies on the axis)"
+    )  # a report caption
+    assert not says_why(
+        "dense (3 seeds)", "The outcome learner won 0% at first. The dense learner rose to 40%."
+    )
+    assert not says_why("dense (3 seeds)", "The dense learner rose to 40% at T/4.")
+    assert not says_why("rspo", "")

@@ -40,3 +40,31 @@ def test_rendered_notebooks_show_equations_as_mathml_and_fetch_nothing(tmp_path)
     assert "<math" in page and "mathjax" not in page.lower()
     fetched = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="(https?:)?//', page)
     assert not fetched, fetched
+
+
+def test_a_line_at_zero_throughout_is_named_in_the_figures_caption(tmp_path):
+    """The report shows a notebook's saved figure without the notebook's sentences: a drawn line that is 0
+    at every point (on the axis, easy to take for a missing one) is named in its caption, in both files;
+    bands, hidden traces, single points and lines that leave 0 are not."""
+    import plotly.graph_objects as go
+
+    from rspo.study.report_html import Report, figures_blocks, flat_at_zero, flat_note
+
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 1, 2], y=[0, 0, 0], name="dense (3 seeds)")
+    fig.add_scatter(x=[0, 1, 2], y=[0, 0.5, 0], name="outcome (3 seeds)")
+    fig.add_scatter(x=[0, 1, 0], y=[0, 0, 0], name="band", fill="toself")
+    fig.add_scatter(x=[0, 1], y=[0, 0], name="hidden", visible=False)
+    fig.add_scatter(x=[0], y=[0], name="one point")
+    fig.add_scatter(x=[0, 1], y=[0, 0])
+    (tmp_path / "figures").mkdir()
+    fig.write_html(tmp_path / "figures" / "05_curves.html", include_plotlyjs=True)
+    data = figure_data(tmp_path / "figures" / "05_curves.html")
+    assert flat_at_zero(data) == ["dense (3 seeds)", "a trace"]
+    assert flat_note([]) == ""
+    assert flat_note(["x"]) == " — 'x': 0 at every point (its line lies on the axis)"
+    report = Report()
+    assert figures_blocks(report, tmp_path) is True
+    note = " — 'dense (3 seeds)', 'a trace': 0 at every point (their lines lie on the axis)"
+    assert f"- [05_curves](figures/05_curves.html) (interactive HTML){note}" in report.markdown()
+    assert f"<figcaption>05 · curves{note} (<a" in report.html_body().replace("&#x27;", "'")

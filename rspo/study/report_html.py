@@ -40,6 +40,31 @@ def figure_data(path: Path) -> dict | None:
     return {"data": values[1], "layout": values[2]}
 
 
+def flat_at_zero(figure: dict) -> list[str]:
+    """The names of ``figure``'s drawn lines that are 0 at every point (more than one): on the axis, where
+    a reader of the page may take them for a missing line. Bands (``fill="toself"``) and hidden traces
+    are left out, as ``benchmarks/browser_check.py`` leaves them out."""
+    return [
+        trace.get("name") or "a trace"
+        for trace in figure.get("data", [])
+        if trace.get("visible", True) is not False
+        and trace.get("mode") != "none"
+        and trace.get("fill") != "toself"
+        and isinstance(trace.get("y"), list)
+        and len(trace["y"]) > 1
+        and all(v == 0 for v in trace["y"])
+    ]
+
+
+def flat_note(names: list[str]) -> str:
+    """A figure caption's sentence for the lines :func:`flat_at_zero` found ("" for none)."""
+    if not names:
+        return ""
+    quoted = ", ".join(f"'{name}'" for name in names)
+    lines = "its line lies" if len(names) == 1 else "their lines lie"
+    return f" — {quoted}: 0 at every point ({lines} on the axis)"
+
+
 def plot_div(figure: dict, div_id: str) -> str:
     """A div and the script that draws ``figure`` into it (plotly.js loaded before)."""
     # no "<", ">" or "&" left in the script: a string of the figure (a run name in a legend) can
@@ -203,6 +228,8 @@ def figures_blocks(report: Report, out: Path) -> bool:
                 report.md(md)
                 continue
             inner, interactive = plot_div(data, f"figure-{k}"), True
+            note = flat_note(flat_at_zero(data))  # the notebook's sentence beside it is not in the report
+            md, caption = md + note, caption + note
         link = f' (<a href="{html.escape(rel)}">{html.escape(fig.name)}</a>)'
         report.both(md, f"<figure>{inner}<figcaption>{html.escape(caption)}{link}</figcaption></figure>")
     report.md("")
