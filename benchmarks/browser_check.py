@@ -117,7 +117,7 @@ ZERO_WORDS = re.compile(r"\b0(\.0)?%|\b0 at every\b|\bnever\b|\bnothing\b")
 def says_why(name: str, text: str) -> bool:
     """Whether a sentence of ``text`` (the cell, the next cell, a report figure's caption) speaks of the
     line ``name`` (its first word: a setting, a method) and says it is 0, never moves or wins nothing."""
-    head = name.split()[0] if name.split() else name
+    head = (name.split() or [name])[0]
     sentences = re.split(r"\n|(?<=[.!?])\s", text)
     return any(head in s and ZERO_WORDS.search(s) for s in sentences)
 

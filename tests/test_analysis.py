@@ -13,9 +13,11 @@ from rspo.core.config import TrainConfig
 from rspo.study.analysis import aggregate, load_runs, mean_std_ci, results_table, summarise, to_markdown
 
 
-def fake_run(root, seed, final, reward="outcome", iterations=2, finished=True, cpu=False, initial=0.2):
+def fake_run(
+    root, seed, final, reward="outcome", iterations=2, finished=True, cpu=False, initial=0.2, **config
+):
     cfg = TrainConfig(
-        env="shop", algo="grpo", reward=reward, seed=seed, iterations=iterations, out_dir=str(root)
+        env="shop", algo="grpo", reward=reward, seed=seed, iterations=iterations, out_dir=str(root), **config
     )
     cfg.run_dir.mkdir(parents=True)
     cfg.save(cfg.run_dir / "config.json")

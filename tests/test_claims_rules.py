@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from test_analysis import fake_run
 
 from rspo.study import claims
 from rspo.study.analysis import Run
@@ -651,20 +652,11 @@ def test_lab_runs_read_each_m_folder_from_its_lab_subfolder_or_itself(tmp_path):
     """``lab_runs`` (notebook 05 and the exercises' premise gaps read the committed lab logs with it):
     ``m<m>/lab/`` where a fresh run put it (a run lying beside it in ``m<m>/`` is not read), ``m<m>/``
     itself for archived logs, folders not named ``m*`` ignored, every m's runs in the folders' order."""
-    import json
-
-    def write(out_dir, reward, seed, m):
-        cfg = _config(reward, seed=seed, m=m, iterations=1)
-        cfg.out_dir = str(out_dir)
-        cfg.run_dir.mkdir(parents=True)
-        cfg.save(cfg.run_dir / "config.json")
-        rows = [{"iteration": 0, "eval/success": 0.0}, {"iteration": 1, "eval/success": 0.5}]
-        (cfg.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-    write(tmp_path / "m0" / "lab", "outcome", 0, 0.0)
-    write(tmp_path / "m0", "outcome", 1, 0.0)  # beside lab/: not read
-    write(tmp_path / "m0.5", "dense", 2, 0.5)  # archived: the logs in m0.5/ itself
-    write(tmp_path / "other", "dense", 3, 0.5)  # not an m folder
+    fake_run(tmp_path / "m0" / "lab", 0, 0.5, reward="outcome", misalignment=0.0)
+    fake_run(tmp_path / "m0", 1, 0.5, reward="outcome", misalignment=0.0)  # beside lab/: not read
+    # archived: the logs in m0.5/ itself
+    fake_run(tmp_path / "m0.5", 2, 0.5, reward="dense", misalignment=0.5)
+    fake_run(tmp_path / "other", 3, 0.5, reward="dense", misalignment=0.5)  # not an m folder
     got = [(r.config.reward, r.config.seed, r.config.misalignment) for r in claims.lab_runs(tmp_path)]
     assert got == [("outcome", 0, 0.0), ("dense", 2, 0.5)]
     assert claims.lab_runs(str(tmp_path / "m0")) == []  # a string root; no m folder under it
